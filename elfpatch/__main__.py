@@ -1,0 +1,5 @@
+"""Allow `python -m elfpatch`."""
+
+from elfpatch.cli import main
+
+main()

@@ -1,0 +1,150 @@
+"""STB_GNU_UNIQUE symbols of one ELF file and what they do at load time.
+
+glibc's loader enters every defined UNIQUE symbol of .dynsym into one table
+per namespace: the first definition wins for every object, RTLD_LOCAL or
+not, and an object loaded by dlopen whose definition is entered is marked
+NODELETE, so dlclose never unloads it.  .symtab entries are reported too (a
+fix keeps both tables consistent), but only .dynsym matters at run time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from elfpatch.demangle import demangle
+from elfpatch.elf import constants as C
+from elfpatch.elf.file import ElfFile
+from elfpatch.elf.symbols import DYNSYM, SymbolTable, symbol_tables
+
+# What a C++ engineer calls the entity behind a UNIQUE symbol.
+KIND_FUNCTION_LOCAL_STATIC = "function_local_static"
+KIND_GUARD_VARIABLE = "guard_variable"
+KIND_TEMPLATE_STATIC_MEMBER = "template_static_member"
+KIND_INLINE_VARIABLE = "inline_variable"
+KIND_OTHER = "other"
+
+KIND_DESCRIPTIONS = {
+    KIND_FUNCTION_LOCAL_STATIC: "static local of an inline/template function",
+    KIND_GUARD_VARIABLE: "guard variable of a static",
+    KIND_TEMPLATE_STATIC_MEMBER: "static data member of a class template",
+    KIND_INLINE_VARIABLE: "inline variable or static member of a class",
+    KIND_OTHER: "other",
+}
+
+# The demangler prints these class template instances without their arguments.
+_TEMPLATE_ABBREVIATIONS = ("std::string", "std::wstring", "std::istream", "std::ostream",
+                           "std::iostream", "std::allocator", "std::basic_string")
+
+
+@dataclass(frozen=True)
+class UniqueSymbol:
+    table: str  # ".dynsym" or ".symtab"
+    index: int
+    name: str
+    demangled: str
+    type: str  # OBJECT, TLS, FUNC…
+    size: int
+    section: str | None  # None when undefined or when section headers are missing
+    defined: bool
+    visibility: str
+    kind: str
+
+
+@dataclass(frozen=True)
+class FileScan:
+    """Everything ``scan`` reports about one ELF file."""
+
+    path: str
+    member: str | None  # the archive member, when the file came from a wheel
+    machine: str
+    elf_class: int
+    elf_type: str
+    soname: str | None
+    nodelete: bool  # DF_1_NODELETE already set at link time
+    unique: tuple[UniqueSymbol, ...]
+
+    @property
+    def dynamic_unique_definitions(self) -> tuple[UniqueSymbol, ...]:
+        """The UNIQUE symbols the loader sees: defined ones in .dynsym."""
+        return tuple(s for s in self.unique if s.table == DYNSYM and s.defined)
+
+    @property
+    def pinned_by_unique(self) -> bool:
+        """dlclose will not unload this object once it is loaded with dlopen."""
+        return bool(self.dynamic_unique_definitions)
+
+
+def classify(name: str, demangled: str) -> str:
+    """The kind of C++ entity a mangled symbol names."""
+    if name.startswith("_ZGV"):
+        return KIND_GUARD_VARIABLE
+    if name.startswith("_ZZ"):
+        return KIND_FUNCTION_LOCAL_STATIC
+    if not name.startswith("_Z") or demangled == name:
+        return KIND_OTHER
+    scope = _enclosing_scope(demangled)
+    if scope is None:
+        return KIND_OTHER
+    is_template = "<" in scope or scope.startswith(_TEMPLATE_ABBREVIATIONS)
+    return KIND_TEMPLATE_STATIC_MEMBER if is_template else KIND_INLINE_VARIABLE
+
+
+def _enclosing_scope(demangled: str) -> str | None:
+    """``ns::Cls<int>`` of ``ns::Cls<int>::member``, ignoring ``::`` inside <>."""
+    depth, cut = 0, -1
+    for i, char in enumerate(demangled):
+        if char == "<":
+            depth += 1
+        elif char == ">":
+            depth -= 1
+        elif char == ":" and depth == 0 and demangled.startswith("::", i):
+            cut = i
+    return demangled[:cut] if cut > 0 else None
+
+
+def unique_symbols(elf: ElfFile, table: SymbolTable) -> list[UniqueSymbol]:
+    found = []
+    for index in table.unique_indices():
+        symbol = table.row(index)
+        text = demangle(symbol.name)
+        found.append(UniqueSymbol(
+            table=table.kind,
+            index=index,
+            name=symbol.name,
+            demangled=text,
+            type=C.TYPE_NAMES.get(symbol.type, f"STT_{symbol.type}"),
+            size=symbol.size,
+            section=_section_name(elf, symbol.shndx),
+            defined=symbol.defined,
+            visibility=C.VISIBILITY_NAMES[symbol.visibility],
+            kind=classify(symbol.name, text),
+        ))
+    return found
+
+
+def _section_name(elf: ElfFile, shndx: int) -> str | None:
+    if shndx == C.SHN_UNDEF:
+        return None
+    if shndx == C.SHN_ABS:
+        return "ABS"
+    if shndx == C.SHN_COMMON:
+        return "COMMON"
+    if shndx < len(elf.sections):
+        return elf.sections[shndx].name
+    return None
+
+
+def scan_elf(elf: ElfFile, path: str, member: str | None = None) -> FileScan:
+    unique: list[UniqueSymbol] = []
+    for table in symbol_tables(elf):
+        unique.extend(unique_symbols(elf, table))
+    return FileScan(
+        path=path,
+        member=member,
+        machine=elf.header.machine_name,
+        elf_class=elf.header.elf_class,
+        elf_type=elf.header.type_name,
+        soname=elf.soname if elf.dynamic else None,
+        nodelete=elf.nodelete,
+        unique=tuple(unique),
+    )

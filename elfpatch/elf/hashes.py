@@ -1,0 +1,131 @@
+"""The dynamic symbol hash tables: GNU (DT_GNU_HASH) and System V (DT_HASH).
+
+Besides lookups they tell how many entries .dynsym has when the section
+headers are gone: DT_HASH's nchain directly, DT_GNU_HASH by walking the
+chain of the highest bucket to its end bit.
+"""
+
+from __future__ import annotations
+
+from array import array
+from dataclasses import dataclass
+
+from elfpatch.elf import constants as C
+from elfpatch.elf.columns import column
+from elfpatch.elf.file import ElfFile
+
+
+@dataclass(frozen=True)
+class GnuHashTable:
+    offset: int  # file offset of the table
+    nbuckets: int
+    symoffset: int
+    bloom_size: int
+    bloom_shift: int
+    word_size: int  # size of one Bloom filter word (4 or 8)
+    buckets: array
+    chains_offset: int  # file offset of chain[0] (the entry for symbol symoffset)
+
+    @property
+    def buckets_offset(self) -> int:
+        return self.offset + 16 + self.bloom_size * self.word_size
+
+
+@dataclass(frozen=True)
+class SysvHashTable:
+    offset: int
+    entry_size: int  # 4, or 8 on 64-bit s390 and alpha
+    nbucket: int
+    nchain: int
+    buckets: array
+    chains: array
+
+    @property
+    def buckets_offset(self) -> int:
+        return self.offset + 2 * self.entry_size
+
+    @property
+    def chains_offset(self) -> int:
+        return self.buckets_offset + self.nbucket * self.entry_size
+
+
+def gnu_hash(name: bytes) -> int:
+    h = 5381
+    for byte in name:
+        h = (h * 33 + byte) & 0xFFFFFFFF
+    return h
+
+
+def sysv_hash(name: bytes) -> int:
+    h = 0
+    for byte in name:
+        h = (h << 4) + byte
+        g = h & 0xF0000000
+        if g:
+            h ^= g >> 24
+        h &= ~g & 0xFFFFFFFF
+    return h
+
+
+def _table_offset(elf: ElfFile, tag: int, section_type: int) -> int | None:
+    addr = elf.dynamic_value(tag)
+    if addr is not None:
+        return elf.vaddr_to_offset(addr, "DT_GNU_HASH" if tag == C.DT_GNU_HASH else "DT_HASH")
+    sections = elf.sections_of_type(section_type)
+    return sections[0].offset if sections else None
+
+
+def read_gnu_hash(elf: ElfFile) -> GnuHashTable | None:
+    offset = _table_offset(elf, C.DT_GNU_HASH, C.SHT_GNU_HASH)
+    if offset is None:
+        return None
+    nbuckets, symoffset, bloom_size, bloom_shift = elf.unpack("IIII", offset, ".gnu.hash header")
+    word = elf.word_size
+    buckets_offset = offset + 16 + bloom_size * word
+    buckets_view = elf.bytes_at(buckets_offset, 4 * nbuckets, ".gnu.hash buckets")
+    buckets = column(buckets_view, 4, 0, 4, elf.header.little_endian)
+    return GnuHashTable(offset, nbuckets, symoffset, bloom_size, bloom_shift, word, buckets,
+                        buckets_offset + 4 * nbuckets)
+
+
+def sysv_entry_size(elf: ElfFile) -> int:
+    is_64bit_hash = elf.header.machine in (22, 0x9026) and elf.header.elf_class == 64
+    return 8 if is_64bit_hash else 4
+
+
+def read_sysv_hash(elf: ElfFile) -> SysvHashTable | None:
+    offset = _table_offset(elf, C.DT_HASH, C.SHT_HASH)
+    if offset is None:
+        return None
+    size = sysv_entry_size(elf)
+    fmt = "II" if size == 4 else "QQ"
+    nbucket, nchain = elf.unpack(fmt, offset, ".hash header")
+    body = elf.bytes_at(offset + 2 * size, (nbucket + nchain) * size, ".hash table")
+    values = column(body, size, 0, size, elf.header.little_endian)
+    return SysvHashTable(offset, size, nbucket, nchain, values[:nbucket], values[nbucket:])
+
+
+def gnu_hash_symbol_count(elf: ElfFile, table: GnuHashTable) -> int:
+    """Number of .dynsym entries implied by a GNU hash table."""
+    last = max(table.buckets, default=0)
+    if last < table.symoffset:
+        return table.symoffset
+    index = last
+    chain_fmt = "I"
+    while True:
+        (value,) = elf.unpack(chain_fmt, table.chains_offset + 4 * (index - table.symoffset),
+                              ".gnu.hash chain")
+        if value & 1:
+            return index + 1
+        index += 1
+
+
+def dynamic_symbol_count(elf: ElfFile) -> int | None:
+    """.dynsym's entry count from the hash tables (no section headers needed)."""
+    sysv = read_sysv_hash(elf)
+    if sysv is not None:
+        return sysv.nchain
+    gnu = read_gnu_hash(elf)
+    if gnu is not None:
+        return gnu_hash_symbol_count(elf, gnu)
+    return None

@@ -1,0 +1,175 @@
+"""Symbol tables (.dynsym, .symtab) as columns.
+
+A ``SymbolTable`` knows where its entries and strings are; fields are read
+as whole columns (``bindings``, ``names``…) or one row at a time for the few
+symbols a report shows.  Finding the STB_GNU_UNIQUE entries of a 531k-entry
+.symtab is one strided slice and one regular-expression scan.
+"""
+
+from __future__ import annotations
+
+import re
+from array import array
+from dataclasses import dataclass
+from functools import cached_property
+from typing import NamedTuple
+
+from elfpatch.elf import constants as C
+from elfpatch.elf.columns import byte_column, column
+from elfpatch.elf.file import ElfFile, Section
+from elfpatch.elf.hashes import dynamic_symbol_count
+
+DYNSYM = ".dynsym"
+SYMTAB = ".symtab"
+
+# (offset, width) of each field in Elf32_Sym / Elf64_Sym
+_LAYOUT = {
+    32: {"name": (0, 4), "value": (4, 4), "size": (8, 4), "info": (12, 1), "other": (13, 1),
+         "shndx": (14, 2), "entsize": 16},
+    64: {"name": (0, 4), "info": (4, 1), "other": (5, 1), "shndx": (6, 2), "value": (8, 8),
+         "size": (16, 8), "entsize": 24},
+}
+
+# Any st_info byte whose upper nibble is STB_GNU_UNIQUE (10).
+_UNIQUE_INFO = re.compile(rb"[\xa0-\xaf]")
+
+
+class Symbol(NamedTuple):
+    index: int
+    name: str
+    value: int
+    size: int
+    binding: int
+    type: int
+    visibility: int
+    shndx: int
+
+    @property
+    def defined(self) -> bool:
+        return self.shndx != C.SHN_UNDEF
+
+
+@dataclass
+class SymbolTable:
+    """One symbol table of an ELF file, located but not parsed."""
+
+    elf: ElfFile
+    kind: str  # ".dynsym" or ".symtab"
+    offset: int
+    count: int
+    entsize: int
+    strtab_offset: int
+    strtab_size: int
+    first_global: int | None  # sh_info: index of the first non-local symbol; None without headers
+    section: Section | None
+
+    def __post_init__(self) -> None:
+        layout = _LAYOUT[self.elf.header.elf_class]
+        if self.entsize != layout["entsize"]:
+            raise self.elf.corrupt(f"{self.kind} entry size is {self.entsize}, "
+                                   f"expected {layout['entsize']}")
+        self.elf.check_range(self.offset, self.count * self.entsize, self.kind)
+        self.elf.check_range(self.strtab_offset, self.strtab_size, f"{self.kind} string table")
+        self._layout = layout
+
+    @property
+    def raw(self) -> memoryview:
+        return self.elf.view[self.offset : self.offset + self.count * self.entsize]
+
+    def field_offset(self, field: str) -> int:
+        return self._layout[field][0]
+
+    def _column(self, field: str) -> array:
+        offset, width = self._layout[field]
+        return column(self.raw, self.entsize, offset, width, self.elf.header.little_endian)
+
+    @cached_property
+    def infos(self) -> bytes:
+        return byte_column(self.raw, self.entsize, self._layout["info"][0])
+
+    @cached_property
+    def others(self) -> bytes:
+        return byte_column(self.raw, self.entsize, self._layout["other"][0])
+
+    @cached_property
+    def name_offsets(self) -> array:
+        return self._column("name")
+
+    @cached_property
+    def shndxs(self) -> array:
+        return self._column("shndx")
+
+    @cached_property
+    def values(self) -> array:
+        return self._column("value")
+
+    def unique_indices(self) -> list[int]:
+        """Indices of every STB_GNU_UNIQUE entry, in table order."""
+        return [m.start() for m in _UNIQUE_INFO.finditer(self.infos)]
+
+    def name(self, index: int) -> str:
+        return self.elf.cstring(self.strtab_offset, self.strtab_size, self.name_offsets[index],
+                                f"{self.kind} symbol {index} name")
+
+    def name_bytes(self, index: int) -> bytes:
+        return self.name(index).encode("utf-8", "surrogateescape")
+
+    def entry_offset(self, index: int) -> int:
+        return self.offset + index * self.entsize
+
+    def row(self, index: int) -> Symbol:
+        base = self.entry_offset(index)
+        layout, elf = self._layout, self.elf
+        fmt = "I" if elf.header.elf_class == 32 else "Q"
+        (value,) = elf.unpack(fmt, base + layout["value"][0], self.kind)
+        (size,) = elf.unpack(fmt, base + layout["size"][0], self.kind)
+        info, other = self.infos[index], self.others[index]
+        return Symbol(index, self.name(index), value, size, info >> 4, info & 0xF, other & 0x3,
+                      self.shndxs[index])
+
+
+def read_symtab(elf: ElfFile) -> SymbolTable | None:
+    """The static symbol table (.symtab), or None when stripped."""
+    sections = elf.sections_of_type(C.SHT_SYMTAB)
+    return _table_from_section(elf, sections[0], SYMTAB) if sections else None
+
+
+def read_dynsym(elf: ElfFile) -> SymbolTable | None:
+    """The dynamic symbol table, from its section or, without one, from PT_DYNAMIC."""
+    sections = elf.sections_of_type(C.SHT_DYNSYM)
+    if sections:
+        return _table_from_section(elf, sections[0], DYNSYM)
+    return _dynsym_from_dynamic(elf)
+
+
+def _table_from_section(elf: ElfFile, section: Section, kind: str) -> SymbolTable:
+    if section.entsize == 0 or section.size % section.entsize:
+        raise elf.corrupt(f"{kind} size {section.size} is not a multiple of its entry size "
+                          f"{section.entsize}")
+    if section.link >= len(elf.sections):
+        raise elf.corrupt(f"{kind} links to string table {section.link}, which does not exist")
+    strtab = elf.sections[section.link]
+    if strtab.type != C.SHT_STRTAB:
+        raise elf.corrupt(f"{kind} links to section {section.link}, which is not a string table")
+    return SymbolTable(elf, kind, section.offset, section.size // section.entsize,
+                       section.entsize, strtab.offset, strtab.size, section.info, section)
+
+
+def _dynsym_from_dynamic(elf: ElfFile) -> SymbolTable | None:
+    symtab_addr = elf.dynamic_value(C.DT_SYMTAB)
+    if symtab_addr is None:
+        return None
+    strtab_addr, strsz = elf.dynamic_value(C.DT_STRTAB), elf.dynamic_value(C.DT_STRSZ)
+    if strtab_addr is None or strsz is None:
+        raise elf.corrupt("dynamic table has DT_SYMTAB but no DT_STRTAB/DT_STRSZ")
+    entsize = elf.dynamic_value(C.DT_SYMENT) or _LAYOUT[elf.header.elf_class]["entsize"]
+    count = dynamic_symbol_count(elf)
+    if count is None:
+        raise elf.corrupt("no section headers and no DT_HASH/DT_GNU_HASH to size .dynsym")
+    return SymbolTable(elf, DYNSYM, elf.vaddr_to_offset(symtab_addr, "DT_SYMTAB"), count,
+                       entsize, elf.vaddr_to_offset(strtab_addr, "DT_STRTAB"), strsz, None, None)
+
+
+def symbol_tables(elf: ElfFile) -> list[SymbolTable]:
+    """.dynsym then .symtab, whichever exist."""
+    return [t for t in (read_dynsym(elf), read_symtab(elf)) if t is not None]

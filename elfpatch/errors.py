@@ -1,0 +1,62 @@
+"""The one error hierarchy of elfpatch, and the exit codes.
+
+Every failure the user can cause (a path that is not ELF, a truncated table,
+a broken wheel) is an ``ElfpatchError``.  Its message is built from fields
+(what, which file, why) so the CLI can print it as one line; only the CLI
+turns errors into exit codes.
+"""
+
+from __future__ import annotations
+
+import enum
+
+
+class ExitCode(enum.IntEnum):
+    """Exit codes shared by every command (listed in ``--help``)."""
+
+    OK = 0
+    FINDINGS = 1  # a policy was violated or a fix was refused (--strict)
+    BAD_INPUT = 2  # usage error, or an input that could not be read
+
+
+EXIT_CODES_HELP = (
+    "Exit codes: 0 success (findings or not); "
+    "1 a policy was violated or a fix was refused; "
+    "2 usage error or an input that could not be read."
+)
+
+
+class ElfpatchError(Exception):
+    """Base of every error elfpatch reports to the user."""
+
+    def __init__(self, path: str, reason: str, hint: str | None = None) -> None:
+        self.path = path
+        self.reason = reason
+        self.hint = hint
+        super().__init__(self.one_line())
+
+    def one_line(self) -> str:
+        text = f"{self.path}: {self.reason}"
+        if self.hint:
+            text += f" (hint: {self.hint})"
+        return text
+
+
+class NotElfError(ElfpatchError):
+    """The file does not start with the ELF magic bytes."""
+
+
+class CorruptElfError(ElfpatchError):
+    """The file is ELF but a header or table points outside it or is inconsistent."""
+
+
+class UnsupportedElfError(ElfpatchError):
+    """The file is valid ELF of a kind elfpatch does not handle for this operation."""
+
+
+class InputError(ElfpatchError):
+    """A path that cannot be read: missing, unreadable, a broken archive."""
+
+
+class FixRefusedError(ElfpatchError):
+    """A fix that would break a set of libraries was refused (--strict)."""

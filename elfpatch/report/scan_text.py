@@ -1,0 +1,95 @@
+"""Human-readable rendering of ``scan`` results."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+
+from elfpatch.analysis.unique import KIND_DESCRIPTIONS, KIND_GUARD_VARIABLE, FileScan, UniqueSymbol
+from elfpatch.elf.symbols import DYNSYM
+from elfpatch.errors import ElfpatchError
+from elfpatch.report.style import Styler, plural
+
+# How many symbols a file's summary shows without -v.
+TELLING_SYMBOLS = 5
+
+
+def render_scan(scans: list[FileScan], errors: list[ElfpatchError], style: Styler,
+                verbose: bool = False) -> str:
+    blocks = [_render_file(scan, style, verbose) for scan in scans]
+    blocks.append(_render_summary(scans, errors, style))
+    return "\n\n".join(blocks) + "\n"
+
+
+def _title(scan: FileScan) -> str:
+    where = f"{scan.path}:{scan.member}" if scan.member else scan.path
+    return f"{where}  ({scan.machine}, ELF{scan.elf_class}, {scan.elf_type})"
+
+
+def _render_file(scan: FileScan, style: Styler, verbose: bool) -> str:
+    lines = [style(_title(scan), "head")]
+    if not scan.unique:
+        lines.append("  " + style("no STB_GNU_UNIQUE symbols", "good"))
+        if scan.nodelete:
+            lines.append("  DF_1_NODELETE is set at link time: dlclose never unloads it")
+        return "\n".join(lines)
+    lines.extend(_counts(scan))
+    lines.extend(_runtime_meaning(scan, style))
+    shown = list(scan.unique) if verbose else _most_telling(scan.unique)
+    label = "symbols:" if verbose else "for example:"
+    lines.append(f"  {label}")
+    lines.extend(_symbol_line(symbol) for symbol in shown)
+    hidden = len(scan.unique) - len(shown)
+    if hidden > 0:
+        lines.append(style(f"    … and {hidden} more (-v lists all)", "dim"))
+    return "\n".join(lines)
+
+
+def _counts(scan: FileScan) -> list[str]:
+    dynamic = [s for s in scan.unique if s.table == DYNSYM]
+    static = len(scan.unique) - len(dynamic)
+    lines = [f"  {plural(len(dynamic), 'STB_GNU_UNIQUE symbol')} in .dynsym, "
+             f"{static} in .symtab"]
+    kinds = Counter(s.kind for s in (dynamic or scan.unique))
+    for kind, count in kinds.most_common():
+        lines.append(f"    {count:6d}  {KIND_DESCRIPTIONS[kind]}")
+    types = Counter(s.type for s in (dynamic or scan.unique))
+    lines.append("    types: " + ", ".join(f"{n} {t}" for t, n in types.most_common()))
+    return lines
+
+
+def _runtime_meaning(scan: FileScan, style: Styler) -> list[str]:
+    definitions = len(scan.dynamic_unique_definitions)
+    if not definitions:
+        return ["  at load time: none are exported in .dynsym, so the loader ignores them"]
+    return [
+        "  at load time: " + style(
+            f"will not unload on dlclose ({plural(definitions, 'unique definition')})", "bad"),
+        "    these symbols bind once per process, even across RTLD_LOCAL: another library "
+        "defining one of them shares this copy",
+        "    DF_1_NODELETE already set at link time" if scan.nodelete else
+        "    (DF_1_NODELETE is not set; the loader sets it when it enters these symbols)",
+    ]
+
+
+def _most_telling(symbols: Iterable[UniqueSymbol]) -> list[UniqueSymbol]:
+    """Exported definitions of real objects first: guard variables repeat their object."""
+    ranked = sorted(symbols, key=lambda s: (s.table != DYNSYM, not s.defined,
+                                            s.kind == KIND_GUARD_VARIABLE, s.index))
+    return ranked[:TELLING_SYMBOLS]
+
+
+def _symbol_line(symbol: UniqueSymbol) -> str:
+    where = "" if symbol.defined else "  (undefined)"
+    return (f"    {symbol.table:8s} {symbol.index:7d}  {symbol.type:6s} {symbol.demangled}"
+            f"{where}")
+
+
+def _render_summary(scans: list[FileScan], errors: list[ElfpatchError], style: Styler) -> str:
+    with_unique = [s for s in scans if s.dynamic_unique_definitions]
+    definitions = sum(len(s.dynamic_unique_definitions) for s in scans)
+    text = (f"{plural(len(scans), 'ELF file')} scanned: {len(with_unique)} will not unload "
+            f"because of STB_GNU_UNIQUE ({plural(definitions, 'exported unique definition')})")
+    if errors:
+        text += "; " + style(plural(len(errors), "input") + " could not be read", "bad")
+    return text

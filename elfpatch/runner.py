@@ -1,0 +1,59 @@
+"""Runs an analysis over every input, keeping going past inputs that fail.
+
+A corrupt file is reported as one error and the others are still analysed;
+an unexpected exception while parsing a file is turned into a
+``CorruptElfError`` for that file (the CLI's ``--traceback`` re-raises it).
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+from elfpatch.analysis.unique import FileScan, scan_elf
+from elfpatch.elf.file import ElfFile
+from elfpatch.errors import CorruptElfError, ElfpatchError
+from elfpatch.inputs import ElfSource, expand, open_sources
+
+T = TypeVar("T")
+
+# Exceptions a malformed file can still provoke deep in a parser; they are
+# reported as a corrupt input rather than as a crash.
+PARSE_FAILURES = (ValueError, IndexError, KeyError, struct.error, OverflowError,
+                  UnicodeDecodeError, MemoryError)
+
+# Set by the CLI's --traceback: let unexpected exceptions through.
+RAISE_UNEXPECTED = False
+
+
+@dataclass
+class RunResult(Generic[T]):
+    results: list[T] = field(default_factory=list)
+    errors: list[ElfpatchError] = field(default_factory=list)
+
+
+def run_per_file(paths: Iterable[str], analyse: Callable[[ElfSource, ElfFile], T]) -> RunResult[T]:
+    outcome: RunResult[T] = RunResult()
+    for item in open_sources(expand(paths)):
+        if isinstance(item, ElfpatchError):
+            outcome.errors.append(item)
+            continue
+        source, elf = item
+        try:
+            outcome.results.append(analyse(source, elf))
+        except ElfpatchError as error:
+            outcome.errors.append(error)
+        except PARSE_FAILURES as error:
+            if RAISE_UNEXPECTED:
+                raise
+            outcome.errors.append(CorruptElfError(
+                source.label, f"malformed ELF data ({type(error).__name__}: {error})"))
+        finally:
+            elf.close()
+    return outcome
+
+
+def scan_paths(paths: Iterable[str]) -> RunResult[FileScan]:
+    return run_per_file(paths, lambda source, elf: scan_elf(elf, source.path, source.member))

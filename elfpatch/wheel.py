@@ -1,0 +1,86 @@
+"""Reading ELF members out of wheels (and plain zip archives).
+
+Members are recognised by their first four bytes and read one at a time:
+small ones into memory, large ones through a temporary file that is mapped,
+so that scanning a 190 MB wheel never unpacks it whole.
+"""
+
+from __future__ import annotations
+
+import mmap
+import shutil
+import tempfile
+import zipfile
+from pathlib import Path
+
+from elfpatch.elf.constants import ELF_MAGIC
+from elfpatch.elf.file import ElfFile
+from elfpatch.errors import InputError
+
+# Members larger than this are spooled to a temporary file and mapped.
+_IN_MEMORY_LIMIT = 64 << 20
+
+
+def is_archive_name(path: Path) -> bool:
+    return path.suffix.lower() in (".whl", ".zip")
+
+
+def open_archive(path: Path) -> zipfile.ZipFile:
+    """Open a wheel or zip; a wheel must carry its dist-info metadata."""
+    name = str(path)
+    try:
+        archive = zipfile.ZipFile(path)
+    except FileNotFoundError:
+        raise InputError(name, "no such file") from None
+    except PermissionError:
+        raise InputError(name, "permission denied") from None
+    except (zipfile.BadZipFile, OSError) as error:
+        raise InputError(name, f"not a readable zip archive ({error})") from None
+    if path.suffix.lower() == ".whl" and not _has_wheel_metadata(archive):
+        archive.close()
+        raise InputError(name, "not a wheel: no *.dist-info/WHEEL and RECORD inside",
+                         hint="a wheel is a zip built by a wheel builder")
+    return archive
+
+
+def _has_wheel_metadata(archive: zipfile.ZipFile) -> bool:
+    names = archive.namelist()
+    has_wheel = any(n.count("/") == 1 and n.split("/")[0].endswith(".dist-info")
+                    and n.endswith("/WHEEL") for n in names)
+    has_record = any(n.endswith(".dist-info/RECORD") for n in names)
+    return has_wheel and has_record
+
+
+def elf_members(archive: zipfile.ZipFile, archive_name: str) -> list[str]:
+    """Names of the members that start with the ELF magic, in archive order."""
+    found = []
+    for info in archive.infolist():
+        if info.is_dir() or info.file_size < 16:
+            continue
+        try:
+            with archive.open(info) as member:
+                if member.read(4) == ELF_MAGIC:
+                    found.append(info.filename)
+        except (zipfile.BadZipFile, OSError, EOFError) as error:
+            raise InputError(f"{archive_name}:{info.filename}",
+                             f"cannot read archive member ({error})") from None
+    return found
+
+
+def open_member(archive: zipfile.ZipFile, member: str, archive_name: str) -> ElfFile:
+    label = f"{archive_name}:{member}"
+    try:
+        info = archive.getinfo(member)
+        with archive.open(info) as source:
+            if info.file_size <= _IN_MEMORY_LIMIT:
+                return ElfFile(source.read(), label)
+            return ElfFile(_spool_to_map(source), label)
+    except (zipfile.BadZipFile, OSError, EOFError, KeyError) as error:
+        raise InputError(label, f"cannot read archive member ({error})") from None
+
+
+def _spool_to_map(source: object) -> mmap.mmap:
+    with tempfile.TemporaryFile(prefix="elfpatch-member-") as spool:
+        shutil.copyfileobj(source, spool, 1 << 20)  # type: ignore[arg-type]
+        spool.flush()
+        return mmap.mmap(spool.fileno(), 0, access=mmap.ACCESS_READ)
