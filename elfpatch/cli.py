@@ -75,3 +75,61 @@ def scan(paths: tuple[str, ...], as_json: bool, verbose: bool) -> None:
         click.echo(render_scan(outcome.results, outcome.errors, style, verbose), nl=False)
     _emit_errors(outcome.errors)
     sys.exit(ExitCode.BAD_INPUT if outcome.errors else ExitCode.OK)
+
+
+@main.command(epilog="Exit codes: 0 fixed (or nothing to fix); 1 refused by --strict (nothing "
+              "written); 2 usage error or an input that could not be read or written (nothing "
+              "is written when any input of the set cannot be read).")
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.option("-o", "--output", type=click.Path(), help="Write here (a file, or a folder "
+              "mirroring the inputs) and leave the inputs untouched.")
+@click.option("--in-place", is_flag=True, help="Replace each input (atomically, verified).")
+@click.option("--to", "mode", type=click.Choice(["local", "weak-hidden", "global"]),
+              default="local", show_default=True, help="New binding of UNIQUE symbols.")
+@click.option("--only", metavar="REGEX", help="Rewrite only symbols whose mangled or "
+              "demangled name matches.")
+@click.option("--exclude", metavar="REGEX", help="Leave symbols whose name matches.")
+@click.option("--dry-run", is_flag=True, help="Print the plan; write nothing.")
+@click.option("--strict", is_flag=True, help="Refuse (exit 1) instead of keeping symbols "
+              "other libraries of the set need GLOBAL.")
+@click.option("--force", is_flag=True, help="Localise even symbols other libraries need.")
+@click.option("--json", "as_json", is_flag=True, help="Print the JSON report (version 1).")
+def fix(paths: tuple[str, ...], output: str | None, in_place: bool, mode: str,
+        only: str | None, exclude: str | None, dry_run: bool, strict: bool, force: bool,
+        as_json: bool) -> None:
+    """Rewrite STB_GNU_UNIQUE bindings so libraries unload and stay private.
+
+    All PATHS (files, folders) are analysed as one set first: a UNIQUE symbol
+    another library of the set references or also defines is made GLOBAL
+    rather than LOCAL, so the set keeps loading and sharing what it shares.
+    """
+    import re
+
+    from elfpatch.patch.fix import fix_paths
+    from elfpatch.patch.plan import FixOptions
+
+    if not dry_run and (output is None) == (not in_place):
+        raise click.UsageError("give exactly one of -o/--output and --in-place (or --dry-run)")
+    if strict and force:
+        raise click.UsageError("--strict and --force contradict each other")
+    for pattern in (only, exclude):
+        if pattern is not None:
+            try:
+                re.compile(pattern)
+            except re.error as error:
+                raise click.BadParameter(f"{pattern!r}: {error}") from None
+    options = FixOptions(mode, only, exclude, strict, force)
+    result = fix_paths(paths, options, output, dry_run)
+    if as_json:
+        from elfpatch.report.fix_json import fix_document
+
+        _emit_json(fix_document(result, dry_run))
+    else:
+        from elfpatch.report.fix_text import render_fix
+        from elfpatch.report.style import color_wanted, make_styler
+
+        click.echo(render_fix(result, make_styler(color_wanted()), dry_run), nl=False)
+    _emit_errors(result.errors)
+    if result.errors:
+        sys.exit(ExitCode.BAD_INPUT)
+    sys.exit(ExitCode.FINDINGS if result.refused else ExitCode.OK)

@@ -122,7 +122,7 @@ class ElfFile:
         """Map ``path`` read-only; errors name the path and the reason."""
         name = str(path)
         try:
-            with open(path, "rb") as handle:
+            with Path(path).open("rb") as handle:
                 size = handle.seek(0, 2)
                 if size == 0:
                     raise NotElfError(name, "empty file, not an ELF file")
@@ -239,7 +239,8 @@ class ElfFile:
     def section_data(self, section: Section) -> memoryview:
         if not section.occupies_file:
             return self.view[0:0]
-        return self.bytes_at(section.offset, section.size, f"section {section.name or section.index}")
+        what = f"section {section.name or section.index}"
+        return self.bytes_at(section.offset, section.size, what)
 
     # -- segments -------------------------------------------------------------
     @cached_property

@@ -1,0 +1,174 @@
+"""The fix plan: for every UNIQUE symbol of every library, its new binding and why.
+
+The plan is decided for the whole set of libraries before any byte is
+written, so that a symbol another library needs is never localised.  It is
+plain data: ``--dry-run`` prints it, the writer executes it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from elfpatch.analysis.crosslib import SharedUse
+from elfpatch.elf.symbols import DYNSYM
+
+MODE_LOCAL = "local"
+MODE_WEAK_HIDDEN = "weak-hidden"
+MODE_GLOBAL = "global"
+MODES = (MODE_LOCAL, MODE_WEAK_HIDDEN, MODE_GLOBAL)
+
+# What each mode writes, as readelf would print binding (+ visibility).
+TARGET_LOCAL = "LOCAL"
+TARGET_WEAK_HIDDEN = "WEAK HIDDEN"
+TARGET_GLOBAL = "GLOBAL"
+MODE_TARGETS = {MODE_LOCAL: TARGET_LOCAL, MODE_WEAK_HIDDEN: TARGET_WEAK_HIDDEN,
+                MODE_GLOBAL: TARGET_GLOBAL}
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A UNIQUE symbol entry found in one table of one library."""
+
+    table: str
+    index: int
+    name: str
+    demangled: str
+    defined: bool
+
+
+@dataclass(frozen=True)
+class SymbolChange:
+    table: str
+    index: int
+    name: str
+    demangled: str
+    target: str  # TARGET_*
+    reason: str
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A symbol --strict will not rewrite, and the libraries that need it as is."""
+
+    library: str
+    name: str
+    demangled: str
+    referenced_by: tuple[str, ...]
+    also_defined_by: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class LibraryPlan:
+    label: str  # path, or archive:member
+    changes: tuple[SymbolChange, ...]
+    skipped: tuple[Candidate, ...]  # UNIQUE symbols left alone by --only/--exclude
+
+    def count(self, target: str) -> int:
+        return sum(1 for c in self.changes if c.target == target)
+
+
+@dataclass(frozen=True)
+class FixPlan:
+    mode: str
+    libraries: tuple[LibraryPlan, ...]
+    refusals: tuple[Refusal, ...]
+
+    @property
+    def change_count(self) -> int:
+        return sum(len(lib.changes) for lib in self.libraries)
+
+
+@dataclass(frozen=True)
+class FixOptions:
+    mode: str = MODE_LOCAL
+    only: str | None = None
+    exclude: str | None = None
+    strict: bool = False
+    force: bool = False
+
+
+def selected(candidate: Candidate, options: FixOptions) -> bool:
+    names = (candidate.name, candidate.demangled)
+    if options.only and not any(re.search(options.only, n) for n in names):
+        return False
+    return not (options.exclude and any(re.search(options.exclude, n) for n in names))
+
+
+def guard_partner(name: str) -> str | None:
+    """The guard variable of an object, or the object of a guard variable."""
+    if name.startswith("_ZGV"):
+        return "_Z" + name[4:]
+    if name.startswith("_Z"):
+        return "_ZGV" + name[2:]
+    return None
+
+
+def _shared_reason(use: SharedUse) -> str:
+    parts = []
+    if use.referenced_by:
+        parts.append(f"referenced (undefined) by {', '.join(use.referenced_by)}: LOCAL or "
+                     "hidden would make it fail to load")
+    if use.also_defined_by:
+        parts.append(f"also defined by {', '.join(use.also_defined_by)}: one object shared "
+                     "on purpose; localising would give each library its own copy")
+    return "; ".join(parts)
+
+
+def plan_library(label: str, candidates: Iterable[Candidate], uses: dict[str, SharedUse],
+                 options: FixOptions) -> tuple[LibraryPlan, list[Refusal]]:
+    """Decide every selected candidate of one library; ``uses`` is keyed by symbol name."""
+    chosen, skipped = [], []
+    for candidate in candidates:
+        (chosen if selected(candidate, options) else skipped).append(candidate)
+    decisions = _decide(chosen, uses, options)
+    refusals = [_refusal(label, c, uses.get(c.name)) for c in chosen
+                if options.strict and decisions[c.name][1] == "shared" and c.table == DYNSYM]
+    changes = tuple(SymbolChange(c.table, c.index, c.name, c.demangled, *decisions[c.name][::2])
+                    for c in chosen)
+    return LibraryPlan(label, changes, tuple(skipped)), refusals
+
+
+def _refusal(label: str, candidate: Candidate, use: SharedUse | None) -> Refusal:
+    use = use or SharedUse((), ())
+    return Refusal(label, candidate.name, candidate.demangled, use.referenced_by,
+                   use.also_defined_by)
+
+
+def _decide(chosen: list[Candidate], uses: dict[str, SharedUse],
+            options: FixOptions) -> dict[str, tuple[str, str, str]]:
+    """name -> (target, why-category, reason) for every chosen symbol name."""
+    wanted = MODE_TARGETS[options.mode]
+    decisions: dict[str, tuple[str, str, str]] = {}
+    for c in chosen:
+        if c.name in decisions:
+            continue
+        use = uses.get(c.name)
+        if not c.defined:
+            decisions[c.name] = (TARGET_GLOBAL, "undefined", "undefined reference")
+        elif wanted == TARGET_GLOBAL:
+            decisions[c.name] = (TARGET_GLOBAL, "requested", "--to global")
+        elif use is not None and use.is_shared and not options.force:
+            decisions[c.name] = (TARGET_GLOBAL, "shared", _shared_reason(use))
+        elif use is not None and use.is_shared:
+            decisions[c.name] = (wanted, "forced", "--force: " + _shared_reason(use))
+        else:
+            decisions[c.name] = (wanted, "private", "no other library of the set uses it")
+    _pair_guards(decisions)
+    return decisions
+
+
+def _pair_guards(decisions: dict[str, tuple[str, str, str]]) -> None:
+    """An object and its guard variable must stay shared or private together.
+
+    If the object stayed shared (GLOBAL) while its guard went private, each
+    library would construct the one shared object again.
+    """
+    for name, (_target, why, _reason) in list(decisions.items()):
+        partner = guard_partner(name)
+        if why != "shared" or partner not in decisions:
+            continue
+        if decisions[partner][0] != TARGET_GLOBAL:
+            decisions[partner] = (TARGET_GLOBAL, "shared",
+                                  f"kept together with {name}, which stays shared")
