@@ -133,3 +133,44 @@ def fix(paths: tuple[str, ...], output: str | None, in_place: bool, mode: str,
     if result.errors:
         sys.exit(ExitCode.BAD_INPUT)
     sys.exit(ExitCode.FINDINGS if result.refused else ExitCode.OK)
+
+
+@main.command(epilog="Exit codes: 0 listed (risks or not); 2 usage error or an input that "
+              "could not be read.")
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.option("--closure", is_flag=True, help="Follow DT_NEEDED as the loader does and list "
+              "every object in the order its initializers run (one root PATH).")
+@click.option("--sort-algorithm", type=click.Choice(["1", "2"]), default="2", show_default=True,
+              help="glibc.rtld.dynamic_sort: 2 (default since glibc 2.35) or 1 (the old one).")
+@click.option("--json", "as_json", is_flag=True, help="Print the JSON report (version 1).")
+@click.option("-v", "--verbose", is_flag=True, help="List finalizers and every warning.")
+def inits(paths: tuple[str, ...], closure: bool, sort_algorithm: str, as_json: bool,
+          verbose: bool) -> None:
+    """Static initializers in run order, their translation units, and init-order risks."""
+    from elfpatch.analysis.init_order import analyse_closure, analyse_paths
+
+    if closure:
+        if len(paths) != 1:
+            raise click.UsageError("--closure takes exactly one root PATH")
+        result = analyse_closure(paths[0], int(sort_algorithm))
+    else:
+        result = analyse_paths(paths)
+    if as_json:
+        from elfpatch.report.inits_json import inits_document
+
+        _emit_json(inits_document(result))
+    else:
+        from elfpatch.report.inits_text import render_inits
+        from elfpatch.report.style import color_wanted, make_styler
+
+        click.echo(render_inits(result, make_styler(color_wanted()), verbose), nl=False)
+    _emit_errors(result.errors)
+    sys.exit(ExitCode.BAD_INPUT if result.errors else ExitCode.OK)
+
+
+@main.command(epilog="Exit codes: 0 the story was told; 2 no C++ compiler or a build failed.")
+def demo() -> None:
+    """Build two plugins with g++, show the UNIQUE bugs, fix them, show them gone."""
+    from elfpatch.demo import run_demo
+
+    run_demo(click.echo)

@@ -14,9 +14,12 @@ from elfpatch.elf.file import ElfFile
 from elfpatch.elf.hashes import read_gnu_hash, read_sysv_hash
 from elfpatch.elf.relocations import RelocationTable, dynamic_relocation_tables
 from elfpatch.elf.symbols import DYNSYM, SYMTAB, SymbolTable, read_dynsym, read_symtab
+from elfpatch.errors import UnsupportedElfError
 from elfpatch.patch import reorder
 from elfpatch.patch.plan import TARGET_GLOBAL, TARGET_LOCAL, TARGET_WEAK_HIDDEN, LibraryPlan
 from elfpatch.patch.reorder import Edit, Reordering
+
+_EM_MIPS = 8
 
 
 def new_info_other(info: int, other: int, target: str) -> tuple[int, int]:
@@ -61,6 +64,9 @@ def _table_edits(elf: ElfFile, table: SymbolTable, by_index: dict[int, str]) -> 
     moved = tuple(sorted(i for i, target in by_index.items() if target == TARGET_LOCAL))
     if not moved:
         return _changed_entries(table, patched, by_index)
+    if elf.header.machine == _EM_MIPS and table.kind == DYNSYM:
+        raise UnsupportedElfError(elf.name, "cannot move MIPS dynamic symbols: the GOT is tied "
+                                  "to .dynsym's order", hint="use --to global or --to weak-hidden")
     reordering = Reordering(table.count, reorder.first_global_index(table), moved)
     if moved[0] < reordering.first_global:
         raise elf.corrupt(f"{table.kind} symbol {moved[0]} is UNIQUE but inside the local range")

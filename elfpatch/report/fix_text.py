@@ -46,12 +46,15 @@ def _counts_line(plan: LibraryPlan) -> str:
 def _reasons(plan: LibraryPlan, style: Styler, verbose: bool) -> list[str]:
     """Every change with --dry-run; otherwise only those that did not get the asked binding."""
     lines = []
-    for change in plan.changes:
+    seen: set[str] = set()
+    for change in plan.changes:  # .symtab repeats .dynsym's decision: show each symbol once
         noteworthy = change.reason not in ("no other library of the set uses it", "--to global")
-        if verbose or noteworthy:
-            role = "warn" if noteworthy else "dim"
-            lines.append(f"    {change.table:8s} {change.target:11s} {change.demangled}")
-            lines.append("      " + style(change.reason, role))
+        if change.name in seen or not (verbose or noteworthy):
+            continue
+        seen.add(change.name)
+        role = "warn" if noteworthy else "dim"
+        lines.append(f"    {change.target:11s} {change.demangled}")
+        lines.append("      " + style(change.reason, role))
     return lines
 
 

@@ -1,0 +1,130 @@
+"""Function-pointer arrays (init/fini/preinit arrays, legacy .ctors/.dtors) resolved to addresses.
+
+In a position-independent object the array's bytes are not the targets:
+each slot is filled at load time by a relocation, RELATIVE (the addend, or
+for REL and RELR the slot's own bytes, plus the load base) or absolute
+against a symbol.  In a fixed-address executable the bytes are the targets.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from elfpatch.elf import constants as C
+from elfpatch.elf.file import ElfFile
+from elfpatch.elf.relocations import dynamic_relocation_tables, relr_addresses
+from elfpatch.elf.symbols import read_dynsym
+
+# Relocation types per e_machine: (relative, absolute word-sized).
+RELOCATION_KINDS: dict[int, tuple[set[int], set[int]]] = {
+    62: ({8}, {1}),  # x86-64: R_X86_64_RELATIVE, R_X86_64_64
+    3: ({8}, {1}),  # i386: R_386_RELATIVE, R_386_32
+    183: ({1027}, {257}),  # aarch64: R_AARCH64_RELATIVE, R_AARCH64_ABS64
+    40: ({23}, {2}),  # arm: R_ARM_RELATIVE, R_ARM_ABS32
+    21: ({22}, {38}),  # ppc64: R_PPC64_RELATIVE, R_PPC64_ADDR64
+    22: ({12}, {22}),  # s390x: R_390_RELATIVE, R_390_64
+    243: ({3}, {2}),  # riscv: R_RISCV_RELATIVE, R_RISCV_64
+}
+
+
+@dataclass(frozen=True)
+class ArraySlot:
+    index: int
+    slot_address: int
+    target: int | None  # None when the slot cannot be resolved
+    symbol: str | None  # set when an absolute relocation names the target symbol
+    how: str  # "relative", "absolute", "relr", "in-place", "unresolved"
+
+
+@dataclass(frozen=True)
+class ArrayLocation:
+    kind: str
+    address: int
+    size: int
+
+
+_DYNAMIC_ARRAYS = (
+    ("preinit_array", C.DT_PREINIT_ARRAY, C.DT_PREINIT_ARRAYSZ, C.SHT_PREINIT_ARRAY),
+    ("init_array", C.DT_INIT_ARRAY, C.DT_INIT_ARRAYSZ, C.SHT_INIT_ARRAY),
+    ("fini_array", C.DT_FINI_ARRAY, C.DT_FINI_ARRAYSZ, C.SHT_FINI_ARRAY),
+)
+
+
+def array_locations(elf: ElfFile) -> list[ArrayLocation]:
+    """Where each array is, from the dynamic table (what the loader uses) or the sections."""
+    found = []
+    for kind, addr_tag, size_tag, section_type in _DYNAMIC_ARRAYS:
+        addr, size = elf.dynamic_value(addr_tag), elf.dynamic_value(size_tag)
+        if addr is not None and size:
+            found.append(ArrayLocation(kind, addr, size))
+            continue
+        sections = elf.sections_of_type(section_type)
+        if sections and sections[0].size and not elf.dynamic:
+            found.append(ArrayLocation(kind, sections[0].addr, sections[0].size))
+    for name, kind in ((".ctors", "ctors"), (".dtors", "dtors")):
+        section = elf.section_by_name(name)
+        if section is not None and section.size > 2 * elf.word_size:
+            found.append(ArrayLocation(kind, section.addr, section.size))
+    return found
+
+
+class SlotResolver:
+    """Resolves array slots through the object's dynamic relocations, built once per file."""
+
+    def __init__(self, elf: ElfFile, locations: list[ArrayLocation]) -> None:
+        self.elf = elf
+        relative, absolute = RELOCATION_KINDS.get(elf.header.machine, (set(), set()))
+        self.relative, self.absolute = relative, absolute
+        self.by_slot = self._relocations_in(locations)
+        spans = [(loc.address, loc.address + loc.size) for loc in locations]
+        self.relr = {a for a in relr_addresses(elf) if any(lo <= a < hi for lo, hi in spans)}
+        self._dynsym = read_dynsym(elf)
+
+    def _relocations_in(
+        self, locations: list[ArrayLocation],
+    ) -> dict[int, tuple[int, int, int, bool]]:
+        """slot address -> (type, symbol index, addend, is_rela) for relocations in the arrays."""
+        spans = [(loc.address, loc.address + loc.size) for loc in locations]
+        if not spans:
+            return {}
+        low, high = min(lo for lo, _ in spans), max(hi for _, hi in spans)
+        found = {}
+        for table in dynamic_relocation_tables(self.elf):
+            offsets = table.offsets
+            hits = [i for i, offset in enumerate(offsets) if low <= offset < high]
+            if not hits:
+                continue
+            types, symbols, addends = table.types, table.symbol_indices, table.addends
+            for i in hits:
+                found[offsets[i]] = (types[i], symbols[i], addends[i], table.is_rela)
+        return found
+
+    def resolve(self, location: ArrayLocation) -> list[ArraySlot]:
+        word = self.elf.word_size
+        fmt = "I" if word == 4 else "Q"
+        slots = []
+        for index in range(location.size // word):
+            address = location.address + index * word
+            offset = self.elf.vaddr_to_offset(address, f"{location.kind} slot {index}")
+            (stored,) = self.elf.unpack(fmt, offset, f"{location.kind} slot {index}")
+            slots.append(self._slot(index, address, stored))
+        return slots
+
+    def _slot(self, index: int, address: int, stored: int) -> ArraySlot:
+        relocation = self.by_slot.get(address)
+        if relocation is not None:
+            rtype, symbol_index, addend, is_rela = relocation
+            if rtype in self.relative:
+                # RELA carries the target in the addend; REL keeps it in the slot.
+                return ArraySlot(index, address, addend if is_rela else stored, None, "relative")
+            if rtype in self.absolute and self._dynsym is not None \
+                    and symbol_index < self._dynsym.count:
+                symbol = self._dynsym.row(symbol_index)
+                if symbol.defined:
+                    target = symbol.value + (addend if is_rela else stored)
+                    return ArraySlot(index, address, target, symbol.name, "absolute")
+                return ArraySlot(index, address, None, symbol.name, "unresolved")
+            return ArraySlot(index, address, None, None, "unresolved")
+        if address in self.relr:
+            return ArraySlot(index, address, stored, None, "relr")
+        return ArraySlot(index, address, stored, None, "in-place")
