@@ -101,7 +101,9 @@ def test_shared_library_order_matches_run(flags: list[str]) -> None:
     library = build.build_shared({"s2.cpp": unit_source("s2"), "s1.cpp": unit_source("s1", 300)},
                                  "libinits", ["-fPIC", *flags], toolchain=toolchain)
     program = build.build_executable({"main.cpp": MAIN}, "host", [],
-                                     toolchain=toolchain, link=[str(library)])
+                                     toolchain=toolchain,
+                                     link=["-Wl,--no-as-needed", str(library),
+                                           f"-Wl,-rpath,{library.parent}"])
     printed = printed_units(str(program))
     assert printed == predicted_units(str(library)) == ["s1.cpp", "s2.cpp", "s1.cpp"]
 

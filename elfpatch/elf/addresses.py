@@ -1,0 +1,323 @@
+"""Which symbol an address belongs to, and where PLT stubs and GOT slots lead.
+
+Machine-code analysis sees addresses: a store to ``0x4010``, a call to a
+PLT stub, a load from a GOT slot.  ``AddressIndex`` turns them into names:
+
+- data addresses to the OBJECT/NOTYPE symbol whose ``[st_value,
+  st_value + st_size)`` contains them (.symtab, else .dynsym), through
+  sorted start/end columns and ``bisect``;
+- function entry points to their symbol and st_size, through one dict;
+- GOT slots to the symbol their GLOB_DAT/JUMP_SLOT/TLS relocation names,
+  or to the address a RELATIVE relocation (or, in a fixed-address
+  executable, the slot's own bytes) puts there;
+- PLT stubs (.plt, .plt.sec, .plt.got) to their GOT slot, decoded from the
+  stub's bytes (``jmp [rip+slot]``; ``adrp x16; ldr x17, [x16, #off]``).
+
+Every index is built on first use from whole columns, so a 531k-entry
+.symtab costs a few hundred milliseconds once, never one object per symbol.
+"""
+
+from __future__ import annotations
+
+import struct
+from array import array
+from bisect import bisect_right
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cached_property
+from itertools import compress
+from operator import add
+
+from elfpatch.elf import constants as C
+from elfpatch.elf.columns import byte_column, column
+from elfpatch.elf.file import ElfFile
+from elfpatch.elf.relocations import RelocationTable, dynamic_relocation_tables
+from elfpatch.elf.symbols import SymbolTable, read_dynsym, read_symtab
+from elfpatch.errors import ElfpatchError
+
+EM_X86_64 = 62
+EM_AARCH64 = 183
+
+# Relocation types that make a GOT slot hold a symbol's address (or TLS offset).
+_SYMBOL_SLOT_TYPES = {
+    EM_X86_64: {6, 7, 16, 17, 18},  # GLOB_DAT, JUMP_SLOT, DTPMOD64, DTPOFF64, TPOFF64
+    EM_AARCH64: {1025, 1026, 1028, 1029, 1030, 1031},  # GLOB_DAT, JUMP_SLOT, TLS_*
+}
+_RELATIVE_TYPES = {EM_X86_64: 8, EM_AARCH64: 1027}
+_IRELATIVE_TYPES = {EM_X86_64: 37, EM_AARCH64: 1032}  # filled by a resolver: target unknown
+_GOT_SECTIONS = (".got", ".got.plt")
+
+
+def _byte_mask(wanted: set[int]) -> bytes:
+    """A ``bytes.translate`` table mapping each wanted byte to 1 and every other to 0."""
+    return bytes(1 if b in wanted else 0 for b in range(256))
+
+
+# st_info bytes (any binding) of data and of function symbols.
+_DATA_INFO = _byte_mask({b for b in range(256) if b & 0xF in (C.STT_OBJECT, C.STT_NOTYPE)})
+_FUNCTION_INFO = _byte_mask({b for b in range(256) if b & 0xF in (C.STT_FUNC,
+                                                                     C.STT_GNU_IFUNC)})
+
+
+def _indices(mask: bytes) -> list[int]:
+    """Positions of the non-zero bytes of ``mask``, found in C."""
+    return list(compress(range(len(mask)), mask))
+
+
+@dataclass(frozen=True)
+class GotEntry:
+    """What one GOT slot holds once the loader has filled it."""
+
+    symbol: str | None  # the symbol its relocation names, None for a plain address
+    address: int | None  # the address it holds when it names no symbol
+    defined: bool  # the symbol is defined in this object (it may still be preempted)
+    is_function: bool  # the symbol is a function (FUNC/IFUNC), not data
+    definition: int | None  # address of this object's definition of the symbol
+
+
+def symbol_sizes(table: SymbolTable) -> array:
+    """The st_size column of a symbol table."""
+    elf = table.elf
+    return column(table.raw, table.entsize, table.field_offset("size"), elf.word_size,
+                  elf.header.little_endian)
+
+
+class _DataSymbols:
+    """Sorted, non-overlapping-by-start intervals of data symbols."""
+
+    def __init__(self, table: SymbolTable) -> None:
+        self.table = table
+        values, shndxs, sizes = table.values, table.shndxs, symbol_sizes(table)
+        picked = _indices(table.infos.translate(_DATA_INFO))
+        # Zero-sized symbols (linker markers, aarch64 mapping symbols) contain nothing.
+        picked = list(compress(picked, map(sizes.__getitem__, picked)))
+        picked = list(compress(picked, map(shndxs.__getitem__, picked)))
+        picked = [i for i in picked if shndxs[i] < C.SHN_LORESERVE or shndxs[i] == C.SHN_XINDEX]
+        # Stable: among symbols starting at one address the last in the table
+        # (globals follow locals) is the one bisect finds.
+        picked.sort(key=values.__getitem__)
+        self.starts = array("Q", map(values.__getitem__, picked))
+        self.ends = array("Q", map(add, self.starts, map(sizes.__getitem__, picked)))
+        self.indices = picked
+        self._names: dict[int, str] = {}
+
+    def containing(self, address: int) -> str | None:
+        k = bisect_right(self.starts, address) - 1
+        if k < 0 or address >= self.ends[k]:
+            return None
+        index = self.indices[k]
+        name = self._names.get(index)
+        if name is None:
+            name = self._names[index] = self.table.name(index)
+        return name or None
+
+
+class _FunctionSymbols:
+    """Entry address -> symbol index of every defined function."""
+
+    def __init__(self, table: SymbolTable) -> None:
+        self.table = table
+        picked = _indices(table.infos.translate(_FUNCTION_INFO))
+        picked = list(compress(picked, map(table.shndxs.__getitem__, picked)))
+        # Locals come first in a symbol table, so a global alias overwrites them.
+        self.by_address = dict(zip(map(table.values.__getitem__, picked), picked, strict=True))
+        self.sizes = symbol_sizes(table)
+        self._names: dict[int, str] = {}
+
+    def at(self, address: int) -> tuple[str | None, int] | None:
+        index = self.by_address.get(address)
+        if index is None:
+            return None
+        name = self._names.get(index)
+        if name is None:
+            name = self._names[index] = self.table.name(index)
+        return name or None, self.sizes[index]
+
+
+class AddressIndex:
+    """Names for the addresses one object's code uses; built once per file."""
+
+    def __init__(self, elf: ElfFile) -> None:
+        self.elf = elf
+        self.machine = elf.header.machine
+        self._stubs: dict[int, GotEntry | None] = {}
+
+    # -- symbol tables -----------------------------------------------------
+    @cached_property
+    def _dynsym(self) -> SymbolTable | None:
+        return read_dynsym(self.elf)
+
+    @cached_property
+    def _main_table(self) -> SymbolTable | None:
+        """.symtab when present (it has the local symbols), else .dynsym."""
+        return read_symtab(self.elf) or self._dynsym
+
+    @cached_property
+    def _data(self) -> _DataSymbols | None:
+        table = self._main_table
+        return _DataSymbols(table) if table is not None else None
+
+    @cached_property
+    def _functions(self) -> _FunctionSymbols | None:
+        table = self._main_table
+        return _FunctionSymbols(table) if table is not None else None
+
+    def data_symbol(self, address: int) -> str | None:
+        """The data symbol whose extent contains ``address``, or None."""
+        data = self._data
+        return data.containing(address) if data is not None else None
+
+    def function_at(self, address: int) -> tuple[str | None, int] | None:
+        """(name, st_size) of the function starting at ``address``, or None."""
+        functions = self._functions
+        return functions.at(address) if functions is not None else None
+
+    # -- GOT ---------------------------------------------------------------
+    @cached_property
+    def _got_ranges(self) -> list[tuple[int, int]] | None:
+        """Address ranges of the GOT sections; None without section headers."""
+        if not self.elf.sections:
+            return None
+        return [(s.addr, s.addr + s.size) for s in self.elf.sections
+                if s.name in _GOT_SECTIONS and s.size]
+
+    def _in_got(self, address: int) -> bool:
+        ranges = self._got_ranges
+        return ranges is not None and any(lo <= address < hi for lo, hi in ranges)
+
+    @cached_property
+    def _got_symbols(self) -> dict[int, int]:
+        """GOT slot -> .dynsym index, from GLOB_DAT, JUMP_SLOT and TLS relocations."""
+        wanted = _SYMBOL_SLOT_TYPES.get(self.machine, set())
+        found: dict[int, int] = {}
+        for table, k in self._relocations_of_types(wanted):
+            info = table.infos[k]
+            if info & ((1 << table.symbol_shift) - 1) in wanted:
+                found[table.offsets[k]] = info >> table.symbol_shift
+        return found
+
+    @cached_property
+    def _got_addresses(self) -> dict[int, int | None]:
+        """GOT slot -> target of its RELATIVE relocation (None for IRELATIVE)."""
+        relative = _RELATIVE_TYPES.get(self.machine, -1)
+        irelative = _IRELATIVE_TYPES.get(self.machine, -1)
+        found: dict[int, int | None] = {}
+        ranges = self._got_ranges or []
+        low = min((lo for lo, _ in ranges), default=0)
+        high = max((hi for _, hi in ranges), default=0)
+        for table, k in self._relocations_of_types({relative, irelative}):
+            slot, info = table.offsets[k], table.infos[k]
+            if not low <= slot < high:
+                continue
+            rtype = info & ((1 << table.symbol_shift) - 1)
+            if rtype == irelative:
+                found[slot] = None
+            elif rtype == relative and table.is_rela and self._in_got(slot):
+                found[slot] = _signed(self._addend(table, k), self.elf.word_size)
+        return found
+
+    def _relocations_of_types(self, wanted: set[int]) -> Iterator[tuple[RelocationTable, int]]:
+        """(table, entry) of dynamic relocations whose type's low byte matches ``wanted``."""
+        w, little = self.elf.word_size, self.elf.header.little_endian
+        mask = _byte_mask({t & 0xFF for t in wanted if t >= 0})
+        for table in self._relocation_tables:
+            low_bytes = byte_column(table.raw, table.entsize, w if little else 2 * w - 1)
+            for k in compress(range(table.count), low_bytes.translate(mask)):
+                yield table, k
+
+    @cached_property
+    def _relocation_tables(self) -> list[RelocationTable]:
+        return dynamic_relocation_tables(self.elf)
+
+    def _addend(self, table: RelocationTable, k: int) -> int:
+        w = self.elf.word_size
+        (value,) = self.elf.unpack(self.elf.word, table.offset + k * table.entsize + 2 * w,
+                                   "relocation addend")
+        return value
+
+    def got_entry(self, slot: int) -> GotEntry | None:
+        """What the GOT slot at ``slot`` holds, or None when it is not a GOT slot."""
+        index = self._got_symbols.get(slot)
+        if index is not None:
+            return self._symbol_entry(index)
+        if not self._in_got(slot):
+            return None
+        if slot in self._got_addresses:
+            target = self._got_addresses[slot]
+            return GotEntry(None, target, True, False, None) if target is not None else None
+        stored = self._stored_word(slot)  # filled at link time (fixed executable, RELR)
+        return GotEntry(None, stored, True, False, None) if stored else None
+
+    def _symbol_entry(self, index: int) -> GotEntry | None:
+        table = self._dynsym
+        if table is None or not 0 < index < table.count:
+            return None
+        defined = table.shndxs[index] != C.SHN_UNDEF
+        kind = table.infos[index] & 0xF
+        return GotEntry(table.name(index), None, defined,
+                        kind in (C.STT_FUNC, C.STT_GNU_IFUNC),
+                        table.values[index] if defined else None)
+
+    def _stored_word(self, address: int) -> int | None:
+        try:
+            offset = self.elf.vaddr_to_offset(address, "GOT slot")
+            (value,) = self.elf.unpack(self.elf.word, offset, "GOT slot")
+        except ElfpatchError:
+            return None
+        return value
+
+    # -- PLT ---------------------------------------------------------------
+    def plt_entry(self, stub: int) -> GotEntry | None:
+        """The GOT entry a PLT stub at ``stub`` jumps through, or None if it is no stub."""
+        if stub not in self._stubs:
+            slot = self._stub_slot(stub)
+            self._stubs[stub] = self.got_entry(slot) if slot is not None else None
+        return self._stubs[stub]
+
+    def _stub_slot(self, stub: int) -> int | None:
+        try:
+            offset = self.elf.vaddr_to_offset(stub, "PLT stub")
+            code = bytes(self.elf.view[offset : min(offset + 16, self.elf.size)])
+        except ElfpatchError:
+            return None
+        if self.machine == EM_X86_64:
+            return _x86_64_stub_slot(code, stub)
+        if self.machine == EM_AARCH64 and self.elf.header.little_endian:
+            return _aarch64_stub_slot(code, stub)
+        return None
+
+
+def _signed(value: int, word_size: int) -> int:
+    sign = 1 << (word_size * 8 - 1)
+    return (value ^ sign) - sign
+
+
+_ENDBR64 = b"\xf3\x0f\x1e\xfa"
+_BTI_C = 0xD503245F
+
+
+def _x86_64_stub_slot(code: bytes, stub: int) -> int | None:
+    """``[endbr64] [bnd] jmp qword ptr [rip + disp32]`` -> the slot address."""
+    at = 4 if code.startswith(_ENDBR64) else 0
+    if code[at : at + 1] == b"\xf2":  # bnd prefix
+        at += 1
+    if code[at : at + 2] != b"\xff\x25" or len(code) < at + 6:
+        return None
+    (disp,) = struct.unpack_from("<i", code, at + 2)
+    return stub + at + 6 + disp
+
+
+def _aarch64_stub_slot(code: bytes, stub: int) -> int | None:
+    """``[bti c] adrp x16, page; ldr x17, [x16, #off]`` -> page + off."""
+    words = [w for (w,) in struct.iter_unpack("<I", code[: len(code) - len(code) % 4])]
+    at = 1 if words and words[0] == _BTI_C else 0
+    if len(words) < at + 2:
+        return None
+    adrp, ldr = words[at], words[at + 1]
+    if adrp & 0x9F00001F != 0x90000010 or ldr & 0xFFC003FF != 0xF9400211:
+        return None
+    immediate = ((adrp >> 5) & 0x7FFFF) << 2 | (adrp >> 29) & 3
+    if immediate & (1 << 20):
+        immediate -= 1 << 21
+    page = ((stub + 4 * at) & ~0xFFF) + (immediate << 12)
+    return page + ((ldr >> 10) & 0xFFF) * 8
