@@ -36,6 +36,14 @@ class ElfpatchGroup(click.Group):
                 raise
             _emit_errors([error])
             ctx.exit(ExitCode.BAD_INPUT)
+        except (click.ClickException, click.exceptions.Exit, click.Abort, SystemExit):
+            raise
+        except Exception as error:  # a bug: one line, and the traceback on request
+            if ctx.obj and ctx.obj.get("traceback"):
+                raise
+            click.echo(f"elfpatch: internal error: {type(error).__name__}: {error} "
+                       "(rerun with --traceback and report it)", err=True)
+            ctx.exit(ExitCode.BAD_INPUT)
 
 
 @click.group(cls=ElfpatchGroup, epilog=EXIT_CODES_HELP)
@@ -84,6 +92,8 @@ def scan(paths: tuple[str, ...], as_json: bool, verbose: bool) -> None:
 @click.option("-o", "--output", type=click.Path(), help="Write here (a file, or a folder "
               "mirroring the inputs) and leave the inputs untouched.")
 @click.option("--in-place", is_flag=True, help="Replace each input (atomically, verified).")
+@click.option("-w", "--wheel-dir", type=click.Path(), help="Write repaired wheels here "
+              "(PATHS are wheels; RECORD is rewritten).")
 @click.option("--to", "mode", type=click.Choice(["local", "weak-hidden", "global"]),
               default="local", show_default=True, help="New binding of UNIQUE symbols.")
 @click.option("--only", metavar="REGEX", help="Rewrite only symbols whose mangled or "
@@ -94,7 +104,8 @@ def scan(paths: tuple[str, ...], as_json: bool, verbose: bool) -> None:
               "other libraries of the set need GLOBAL.")
 @click.option("--force", is_flag=True, help="Localise even symbols other libraries need.")
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON report (version 1).")
-def fix(paths: tuple[str, ...], output: str | None, in_place: bool, mode: str,
+def fix(paths: tuple[str, ...], output: str | None, in_place: bool, wheel_dir: str | None,
+        mode: str,
         only: str | None, exclude: str | None, dry_run: bool, strict: bool, force: bool,
         as_json: bool) -> None:
     """Rewrite STB_GNU_UNIQUE bindings so libraries unload and stay private.
@@ -108,8 +119,10 @@ def fix(paths: tuple[str, ...], output: str | None, in_place: bool, mode: str,
     from elfpatch.patch.fix import fix_paths
     from elfpatch.patch.plan import FixOptions
 
-    if not dry_run and (output is None) == (not in_place):
-        raise click.UsageError("give exactly one of -o/--output and --in-place (or --dry-run)")
+    targets = sum(1 for given in (output, in_place or None, wheel_dir) if given)
+    if targets > 1 or (targets == 0 and not dry_run):
+        raise click.UsageError("give exactly one of -o/--output, --in-place and -w/--wheel-dir "
+                               "(or --dry-run)")
     if strict and force:
         raise click.UsageError("--strict and --force contradict each other")
     for pattern in (only, exclude):
@@ -119,6 +132,8 @@ def fix(paths: tuple[str, ...], output: str | None, in_place: bool, mode: str,
             except re.error as error:
                 raise click.BadParameter(f"{pattern!r}: {error}") from None
     options = FixOptions(mode, only, exclude, strict, force)
+    if wheel_dir is not None or all(p.endswith(".whl") for p in paths):
+        _fix_wheels(paths, wheel_dir or "", options, dry_run, as_json)
     result = fix_paths(paths, options, output, dry_run)
     if as_json:
         from elfpatch.report.fix_json import fix_document
@@ -133,6 +148,34 @@ def fix(paths: tuple[str, ...], output: str | None, in_place: bool, mode: str,
     if result.errors:
         sys.exit(ExitCode.BAD_INPUT)
     sys.exit(ExitCode.FINDINGS if result.refused else ExitCode.OK)
+
+
+def _fix_wheels(paths: tuple[str, ...], wheel_dir: str, options: Any, dry_run: bool,
+                as_json: bool) -> None:
+    from elfpatch.errors import InputError
+    from elfpatch.patch.wheel_fix import fix_wheels
+
+    for path in paths:
+        if not path.endswith(".whl"):
+            raise InputError(path, "-w/--wheel-dir takes wheels (*.whl) only")
+        if not wheel_dir and not dry_run:
+            raise InputError(path, "a wheel is repaired into a new wheel",
+                             hint="elfpatch fix WHEEL -w OUTDIR")
+    results, errors = fix_wheels(list(paths), wheel_dir, options, dry_run)
+    if as_json:
+        from elfpatch.report.fix_json import wheel_document
+
+        _emit_json(wheel_document(results, errors, options.mode, dry_run))
+    else:
+        from elfpatch.report.fix_text import render_wheels
+        from elfpatch.report.style import color_wanted, make_styler
+
+        click.echo(render_wheels(results, make_styler(color_wanted()), dry_run), nl=False)
+    all_errors = errors + [e for r in results for e in r.fix.errors]
+    _emit_errors(all_errors)
+    if all_errors:
+        sys.exit(ExitCode.BAD_INPUT)
+    sys.exit(ExitCode.FINDINGS if any(r.fix.refused for r in results) else ExitCode.OK)
 
 
 @main.command(epilog="Exit codes: 0 listed (risks or not); 2 usage error or an input that "
@@ -174,3 +217,59 @@ def demo() -> None:
     from elfpatch.demo import run_demo
 
     run_demo(click.echo)
+
+
+@main.command(epilog="Exit codes: 0 the policy passed; 1 the policy was violated; 2 usage error "
+              "or an input that could not be read.")
+@click.argument("paths", nargs=-1, type=click.Path())
+@click.option("--config", type=click.Path(), help="Policy file (TOML with [tool.elfpatch]); "
+              "default: the nearest pyproject.toml.")
+@click.option("--format", "output_format", type=click.Choice(["text", "json", "github", "junit"]),
+              default="text", show_default=True)
+@click.option("--baseline", type=click.Path(), help="Known findings (JSON) that do not fail.")
+@click.option("--update-baseline", is_flag=True, help="Write the current findings to --baseline.")
+@click.option("-j", "--jobs", type=click.IntRange(1, 64), default=1, show_default=True,
+              help="Analyse libraries in this many processes.")
+@click.option("--environment", "environment", is_flag=False, flag_value=sys.executable,
+              default=None, metavar="[PYTHON]", help="Check the libraries installed in this "
+              "interpreter's environment for UNIQUE clashes between distributions.")
+def check(paths: tuple[str, ...], config: str | None, output_format: str, baseline: str | None,
+          update_baseline: bool, jobs: int, environment: str | None) -> None:
+    """The CI gate: analyse wheels, folders and libraries and apply the policy."""
+    from elfpatch.analysis.check import read_baseline, run_check, write_baseline
+    from elfpatch.policy import load_policy
+
+    if update_baseline and not baseline:
+        raise click.UsageError("--update-baseline needs --baseline FILE")
+    if not paths and environment is None:
+        raise click.UsageError("give PATHS or --environment")
+    policy = load_policy(config)
+    if environment is not None:
+        from elfpatch.environment import check_environment
+
+        result = check_environment(environment, policy, jobs)
+    else:
+        known = set() if update_baseline else read_baseline(baseline)
+        result = run_check(paths, policy, known, jobs)
+    if update_baseline and baseline:
+        write_baseline(baseline, result)
+    _render_check(result, output_format)
+    _emit_errors(result.errors)
+    if result.errors:
+        sys.exit(ExitCode.BAD_INPUT)
+    sys.exit(ExitCode.OK if result.passed or update_baseline else ExitCode.FINDINGS)
+
+
+def _render_check(result: Any, output_format: str) -> None:
+    from elfpatch.report import check_report
+
+    if output_format == "json":
+        _emit_json(check_report.render_json(result))
+    elif output_format == "github":
+        click.echo(check_report.render_github(result), nl=False)
+    elif output_format == "junit":
+        click.echo(check_report.render_junit(result), nl=False)
+    else:
+        from elfpatch.report.style import color_wanted, make_styler
+
+        click.echo(check_report.render_text(result, make_styler(color_wanted())), nl=False)

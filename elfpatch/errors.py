@@ -35,6 +35,10 @@ class ElfpatchError(Exception):
         self.hint = hint
         super().__init__(self.one_line())
 
+    def __reduce__(self) -> tuple[type, tuple[str, str, str | None]]:
+        # Rebuilt from its fields when sent back from a worker process.
+        return (self.__class__, (self.path, self.reason, self.hint))
+
     def one_line(self) -> str:
         text = f"{self.path}: {self.reason}"
         if self.hint:

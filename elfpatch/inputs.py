@@ -131,3 +131,11 @@ def open_sources(
     finally:
         if archive is not None:
             archive.close()
+
+
+def open_source(source: ElfSource) -> ElfFile:
+    """Open one source on its own (a worker process opens the archive itself)."""
+    if source.member is None:
+        return ElfFile.open(source.path)
+    with open_archive(Path(source.path)) as archive:
+        return open_member(archive, source.member, source.path)

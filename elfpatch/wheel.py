@@ -84,3 +84,63 @@ def _spool_to_map(source: object) -> mmap.mmap:
         shutil.copyfileobj(source, spool, 1 << 20)  # type: ignore[arg-type]
         spool.flush()
         return mmap.mmap(spool.fileno(), 0, access=mmap.ACCESS_READ)
+
+
+# -- RECORD ------------------------------------------------------------------
+
+def record_name(archive: zipfile.ZipFile, archive_name: str) -> str:
+    records = [n for n in archive.namelist()
+               if n.count("/") == 1 and n.endswith(".dist-info/RECORD")]
+    if len(records) != 1:
+        raise InputError(archive_name, f"broken RECORD: expected one *.dist-info/RECORD, found "
+                         f"{len(records)}")
+    return records[0]
+
+
+def parse_record(text: str, where: str) -> list[tuple[str, str, str]]:
+    """(path, hash, size) rows of a RECORD file (CSV)."""
+    import csv
+    import io
+
+    rows = []
+    for number, row in enumerate(csv.reader(io.StringIO(text)), 1):
+        if not row:
+            continue
+        if len(row) != 3:
+            raise InputError(where, f"broken RECORD: line {number} has {len(row)} fields, "
+                             "expected 3")
+        rows.append((row[0], row[1], row[2]))
+    return rows
+
+
+def record_hash(data: bytes) -> str:
+    import base64
+    import hashlib
+
+    digest = hashlib.sha256(data).digest()
+    return "sha256=" + base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
+
+
+def record_line(path: str, data: bytes) -> str:
+    import csv
+    import io
+
+    line = io.StringIO()
+    csv.writer(line, lineterminator="").writerow((path, record_hash(data), str(len(data))))
+    return line.getvalue()
+
+
+def verify_record(archive: zipfile.ZipFile, record: str, archive_name: str,
+                  members: list[str]) -> None:
+    """Every given member is listed in RECORD with the right hash and size."""
+    rows = {path: (digest, size) for path, digest, size in
+            parse_record(archive.read(record).decode("utf-8", "replace"),
+                         f"{archive_name}:{record}")}
+    for member in members:
+        if member not in rows:
+            raise InputError(archive_name, f"broken RECORD: {member} is not listed")
+        data = archive.read(member)
+        digest, size = rows[member]
+        if digest != record_hash(data) or (size and int(size) != len(data)):
+            raise InputError(archive_name, f"broken RECORD: the hash or size of {member} does "
+                             "not match its content")

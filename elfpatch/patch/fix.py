@@ -52,8 +52,8 @@ class _Library:
 
 def _read_library(source: ElfSource, with_symbols: bool) -> _Library:
     if source.member is not None:
-        raise InputError(source.label, "fixing libraries inside a wheel is not supported yet",
-                         hint="unpack the wheel, fix its libraries, and rebuild its RECORD")
+        raise InputError(source.label, "a wheel is repaired as a whole",
+                         hint="elfpatch fix WHEEL -w OUTDIR")
     with ElfFile.open(source.path) as elf:
         if elf.header.type not in (3, 2):  # ET_DYN, ET_EXEC
             raise UnsupportedElfError(source.path, f"cannot fix an ELF of type "

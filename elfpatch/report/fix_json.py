@@ -40,3 +40,17 @@ def fix_document(result: FixResult, dry_run: bool) -> dict[str, Any]:
         "refusals": [_refusal(r) for r in plan.refusals] if plan else [],
         "errors": [error_record(e) for e in result.errors],
     }
+
+
+def wheel_document(results: list[Any], errors: list[Any], mode: str,
+                   dry_run: bool) -> dict[str, Any]:
+    """``fix -w --json``: the fix document per wheel, with where each repaired wheel went."""
+    return {
+        "version": SCHEMA_VERSION,
+        "mode": mode,
+        "dry_run": dry_run,
+        "wheels": [{"wheel": r.wheel, "destination": r.destination,
+                    "changed_members": r.changed_members, **fix_document(r.fix, dry_run)}
+                   for r in results],
+        "errors": [error_record(e) for e in errors],
+    }

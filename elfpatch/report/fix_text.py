@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 from elfpatch.patch.fix import FixResult, LibraryOutcome
 from elfpatch.patch.plan import FixPlan, LibraryPlan
@@ -79,3 +80,14 @@ def _summary(result: FixResult, dry_run: bool) -> str:
     tail = " (dry run: nothing written)" if dry_run else f"; {plural(written, 'file')} written"
     return (f"{plural(len(result.plan.libraries), 'library', 'libraries')}: {verb} "
             f"{counts}{tail}")
+
+
+def render_wheels(results: list[Any], style: Styler, dry_run: bool) -> str:
+    blocks = []
+    for result in results:
+        head = style(result.wheel, "head")
+        if result.destination:
+            head += f" -> {result.destination} ({plural(len(result.changed_members), 'member')} "
+            head += "rewritten, RECORD updated)"
+        blocks.append(head + "\n" + render_fix(result.fix, style, dry_run).rstrip())
+    return "\n\n".join(blocks) + "\n"

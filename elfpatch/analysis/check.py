@@ -1,0 +1,240 @@
+"""``check``: the analyses of every library, judged by a policy, net of a baseline.
+
+A finding has a stable key (library, rule, subject) so a baseline file can
+list what a project already ships and the gate fails only on new findings.
+Libraries in a wheel are identified by their member path, which does not
+change from one version of the wheel to the next.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Iterable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from elfpatch.analysis.unique import FileScan, scan_elf
+from elfpatch.elf.file import ElfFile
+from elfpatch.errors import ElfpatchError, InputError
+from elfpatch.inputs import ElfSource, expand, open_source
+from elfpatch.policy import Policy
+
+RULE_UNIQUE = "unique"
+RULE_INITIALIZERS = "max-initializers"
+RULE_EXIT_DESTRUCTOR = "exit-time-destructor"
+RULE_INIT_ORDER = "init-order"
+
+
+@dataclass(frozen=True)
+class Finding:
+    library: str  # the library's identity (archive member, or path as given)
+    rule: str
+    subject: str  # the symbol, object or count the finding is about
+    message: str
+    level: str  # "error" or "warn" (after the policy)
+    baselined: bool = False
+
+    @property
+    def key(self) -> str:
+        return f"{self.library}|{self.rule}|{self.subject}"
+
+    @property
+    def violation(self) -> bool:
+        return self.level == "error" and not self.baselined
+
+
+@dataclass(frozen=True)
+class LibraryFacts:
+    """What the analyses found in one library, before any policy."""
+
+    source: ElfSource
+    scan: FileScan
+    initializers: int  # user initializers (the C runtime's own excluded)
+    exit_destructors: tuple[tuple[str, str], ...]  # (object, destructor)
+    init_order_errors: tuple[tuple[str, str, str], ...]  # (reader, object, message)
+
+    @property
+    def identity(self) -> str:
+        return self.source.member or self.source.path
+
+
+@dataclass(frozen=True)
+class LibraryCheck:
+    facts: LibraryFacts
+    findings: tuple[Finding, ...]
+
+
+@dataclass(frozen=True)
+class Clash:
+    """One UNIQUE symbol defined by libraries of different packages."""
+
+    symbol: str
+    demangled: str
+    defined_by: tuple[tuple[str, str], ...]  # (package, library)
+
+
+@dataclass
+class CheckResult:
+    policy: Policy
+    libraries: list[LibraryCheck] = field(default_factory=list)
+    clashes: list[Clash] = field(default_factory=list)
+    errors: list[ElfpatchError] = field(default_factory=list)
+
+    @property
+    def findings(self) -> list[Finding]:
+        return [f for lib in self.libraries for f in lib.findings]
+
+    @property
+    def violations(self) -> list[Finding]:
+        return [f for f in self.findings if f.violation]
+
+    @property
+    def passed(self) -> bool:
+        clashes_fail = bool(self.clashes) and self.policy.unique == "error"
+        return not self.violations and not self.errors and not clashes_fail
+
+
+def gather_facts(source: ElfSource, need_effects: bool) -> LibraryFacts:
+    """Analyse one library (run in a worker process with -j)."""
+    with open_source(source) as elf:
+        return facts_of(elf, source, need_effects)
+
+
+def facts_of(elf: ElfFile, source: ElfSource, need_effects: bool) -> LibraryFacts:
+    from elfpatch.analysis.initializers import list_initializers
+
+    scan = scan_elf(elf, source.path, source.member)
+    listing = list_initializers(elf, source.path, source.member)
+    count = sum(1 for e in listing.initializers if not e.is_runtime)
+    destructors: list[tuple[str, str]] = []
+    order_errors: list[tuple[str, str, str]] = []
+    if need_effects and count:
+        from elfpatch.analysis.init_order import analyse_object
+        from elfpatch.analysis.risks import KIND_EXIT_DESTRUCTOR, SEVERITY_ERROR
+
+        report, _ = analyse_object(elf, source.path, source.member)
+        for risk in report.risks:
+            if risk.kind == KIND_EXIT_DESTRUCTOR:
+                destructors.append((risk.object, risk.message))
+            elif risk.severity == SEVERITY_ERROR:
+                order_errors.append((risk.reader, risk.object, risk.message))
+    return LibraryFacts(source, scan, count, tuple(destructors), tuple(order_errors))
+
+
+def judge(facts: LibraryFacts, policy: Policy, baseline: set[str]) -> LibraryCheck:
+    findings = [*_unique_findings(facts, policy), *_budget_findings(facts, policy),
+                *_effect_findings(facts, policy)]
+    marked = tuple(Finding(f.library, f.rule, f.subject, f.message, f.level, f.key in baseline)
+                   for f in findings)
+    return LibraryCheck(facts, marked)
+
+
+def _unique_findings(facts: LibraryFacts, policy: Policy) -> list[Finding]:
+    if policy.unique == "ignore":
+        return []
+    return [Finding(facts.identity, RULE_UNIQUE, symbol.name,
+                    f"STB_GNU_UNIQUE {symbol.kind.replace('_', ' ')}: {symbol.demangled}",
+                    policy.unique)
+            for symbol in facts.scan.dynamic_unique_definitions
+            if not policy.allowed(symbol.name, symbol.demangled)]
+
+
+def _budget_findings(facts: LibraryFacts, policy: Policy) -> list[Finding]:
+    budget = policy.initializer_budget(facts.identity)
+    if budget is None or facts.initializers <= budget:
+        return []
+    return [Finding(facts.identity, RULE_INITIALIZERS, str(budget),
+                    f"{facts.initializers} static initializers, over the budget of {budget}",
+                    "error")]
+
+
+def _effect_findings(facts: LibraryFacts, policy: Policy) -> list[Finding]:
+    findings = []
+    if policy.exit_time_destructors != "ignore":
+        findings += [Finding(facts.identity, RULE_EXIT_DESTRUCTOR, obj, message,
+                             policy.exit_time_destructors)
+                     for obj, message in facts.exit_destructors]
+    if policy.init_order != "ignore":
+        findings += [Finding(facts.identity, RULE_INIT_ORDER, f"{reader}->{obj}", message,
+                             policy.init_order)
+                     for reader, obj, message in facts.init_order_errors]
+    return findings
+
+
+def find_clashes(facts: Iterable[LibraryFacts], package_of: dict[str, str]) -> list[Clash]:
+    """UNIQUE symbols defined by libraries that belong to different packages."""
+    definers: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    names: dict[str, str] = {}
+    for fact in facts:
+        package = package_of.get(fact.source.path, fact.source.path)
+        for symbol in fact.scan.dynamic_unique_definitions:
+            definers[symbol.name].append((package, fact.identity))
+            names[symbol.name] = symbol.demangled
+    return [Clash(name, names[name], tuple(sorted(set(where))))
+            for name, where in sorted(definers.items())
+            if len({package for package, _ in where}) > 1]
+
+
+def read_baseline(path: str | None) -> set[str]:
+    if path is None or not Path(path).exists():
+        return set()
+    try:
+        document = json.loads(Path(path).read_text())
+        return {str(key) for key in document["findings"]}
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise InputError(path, f"not an elfpatch baseline ({error})",
+                         hint="write one with --update-baseline") from None
+
+
+def write_baseline(path: str, result: CheckResult) -> None:
+    keys = sorted({f.key for f in result.findings if f.level == "error"})
+    Path(path).write_text(json.dumps({"version": 1, "findings": keys}, indent=2) + "\n")
+
+
+def run_check(paths: Iterable[str], policy: Policy, baseline: set[str], jobs: int = 1,
+              need_effects: bool = True) -> CheckResult:
+    result = CheckResult(policy)
+    sources: list[ElfSource] = []
+    for item in expand(paths):
+        if isinstance(item, ElfpatchError):
+            result.errors.append(item)
+        else:
+            sources.append(item)
+    need_effects = need_effects and (policy.exit_time_destructors != "ignore"
+                                     or policy.init_order != "ignore")
+    facts = gather_all(sources, need_effects, jobs, result.errors)
+    result.libraries = [judge(f, policy, baseline) for f in facts]
+    archives = {s.path for s in sources if s.member is not None}
+    if len(archives) > 1:
+        result.clashes = find_clashes(facts, {a: Path(a).name for a in archives})
+    return result
+
+
+def gather_all(sources: list[ElfSource], need_effects: bool, jobs: int,
+                errors: list[ElfpatchError]) -> list[LibraryFacts]:
+    if jobs <= 1 or len(sources) <= 1:
+        outcomes = [_guarded(source, need_effects) for source in sources]
+    else:
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            outcomes = list(pool.map(_guarded, sources, [need_effects] * len(sources)))
+    facts = []
+    for outcome in outcomes:
+        if isinstance(outcome, ElfpatchError):
+            errors.append(outcome)
+        else:
+            facts.append(outcome)
+    return facts
+
+
+def _guarded(source: ElfSource, need_effects: bool) -> LibraryFacts | ElfpatchError:
+    from elfpatch.errors import CorruptElfError
+    from elfpatch.runner import PARSE_FAILURES
+
+    try:
+        return gather_facts(source, need_effects)
+    except ElfpatchError as error:
+        return error
+    except PARSE_FAILURES as error:
+        return CorruptElfError(source.label, f"malformed ELF data ({type(error).__name__})")

@@ -1,0 +1,120 @@
+"""The ``check`` policy: what fails a build, read from ``[tool.elfpatch]`` in pyproject.toml.
+
+```toml
+[tool.elfpatch]
+unique = "error"                  # error | warn | ignore   (STB_GNU_UNIQUE definitions)
+allow = ["^guard variable for "]  # regexes on demangled names that are always accepted
+exit-time-destructors = "warn"    # error | warn | ignore
+init-order = "warn"               # error | warn | ignore   (init-order errors found in code)
+max-initializers = { "*/_C*.so" = 40, "*" = 400 }   # budget per library (glob on its path)
+```
+
+Out of the box only UNIQUE definitions fail the check; the rest warn until
+configured.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from elfpatch.errors import InputError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+LEVELS = ("error", "warn", "ignore")
+
+
+@dataclass(frozen=True)
+class Policy:
+    unique: str = "error"
+    allow: tuple[str, ...] = ()
+    exit_time_destructors: str = "warn"
+    init_order: str = "warn"
+    max_initializers: tuple[tuple[str, int], ...] = ()
+    source: str | None = None  # the file it was read from
+    _compiled: tuple[re.Pattern[str], ...] = field(default=(), compare=False, repr=False)
+
+    def allowed(self, *names: str) -> bool:
+        return any(p.search(n) for p in self._compiled for n in names)
+
+    def initializer_budget(self, library: str) -> int | None:
+        """The first budget whose glob matches the library's path (or its file name)."""
+        name = library.rsplit("/", 1)[-1]
+        for pattern, budget in self.max_initializers:
+            if fnmatch.fnmatch(library, pattern) or fnmatch.fnmatch(name, pattern):
+                return budget
+        return None
+
+
+def _level(table: dict[str, Any], key: str, default: str, source: str) -> str:
+    value = table.get(key, default)
+    if value not in LEVELS:
+        raise InputError(source, f"[tool.elfpatch] {key} = {value!r}: expected one of "
+                         f"{', '.join(LEVELS)}")
+    return str(value)
+
+
+def policy_from_table(table: dict[str, Any], source: str) -> Policy:
+    known = {"unique", "allow", "exit-time-destructors", "init-order", "max-initializers"}
+    unknown = sorted(set(table) - known)
+    if unknown:
+        raise InputError(source, f"[tool.elfpatch] has unknown keys: {', '.join(unknown)}",
+                         hint=f"known keys: {', '.join(sorted(known))}")
+    allow = table.get("allow", [])
+    budgets = table.get("max-initializers", {})
+    if not isinstance(allow, list) or not all(isinstance(a, str) for a in allow):
+        raise InputError(source, "[tool.elfpatch] allow must be a list of regular expressions")
+    if not isinstance(budgets, dict) or not all(isinstance(v, int) for v in budgets.values()):
+        raise InputError(source, "[tool.elfpatch] max-initializers must map globs to integers")
+    try:
+        compiled = tuple(re.compile(pattern) for pattern in allow)
+    except re.error as error:
+        raise InputError(source, f"[tool.elfpatch] allow: bad regular expression: {error}") \
+            from None
+    return Policy(
+        unique=_level(table, "unique", "error", source),
+        allow=tuple(allow),
+        exit_time_destructors=_level(table, "exit-time-destructors", "warn", source),
+        init_order=_level(table, "init-order", "warn", source),
+        max_initializers=tuple(budgets.items()),
+        source=source,
+        _compiled=compiled,
+    )
+
+
+def read_policy_file(path: Path) -> Policy:
+    try:
+        document = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise InputError(str(path), "no such file") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise InputError(str(path), f"cannot read: {error}") from None
+    except tomllib.TOMLDecodeError as error:
+        raise InputError(str(path), f"not valid TOML: {error}") from None
+    table = document.get("tool", {}).get("elfpatch", document if path.name != "pyproject.toml"
+                                         else {})
+    return policy_from_table(table, str(path))
+
+
+def find_pyproject(start: Path) -> Path | None:
+    for folder in (start, *start.parents):
+        candidate = folder / "pyproject.toml"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def load_policy(config: str | None, start: Path | None = None) -> Policy:
+    """--config FILE, else the nearest pyproject.toml's [tool.elfpatch], else the defaults."""
+    if config is not None:
+        return read_policy_file(Path(config))
+    pyproject = find_pyproject((start or Path.cwd()).resolve())
+    return read_policy_file(pyproject) if pyproject else Policy()
