@@ -134,8 +134,21 @@ def open_sources(
 
 
 def open_source(source: ElfSource) -> ElfFile:
-    """Open one source on its own (a worker process opens the archive itself)."""
+    """Open one source on its own; archives stay open for the next member (and per worker)."""
     if source.member is None:
         return ElfFile.open(source.path)
-    with open_archive(Path(source.path)) as archive:
-        return open_member(archive, source.member, source.path)
+    return open_member(_cached_archive(source.path), source.member, source.path)
+
+
+# Reading a wheel's central directory (12k entries for torch) costs more than most
+# members: keep the few most recent archives open for the life of the process.
+_OPEN_ARCHIVES: dict[str, zipfile.ZipFile] = {}
+_MAX_OPEN_ARCHIVES = 4
+
+
+def _cached_archive(path: str) -> zipfile.ZipFile:
+    archive = _OPEN_ARCHIVES.pop(path, None) or open_archive(Path(path))
+    _OPEN_ARCHIVES[path] = archive  # most recent last
+    while len(_OPEN_ARCHIVES) > _MAX_OPEN_ARCHIVES:
+        _OPEN_ARCHIVES.pop(next(iter(_OPEN_ARCHIVES))).close()
+    return archive

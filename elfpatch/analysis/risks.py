@@ -65,11 +65,22 @@ def is_lazily_initialised(symbol: str) -> bool:
     return symbol.startswith(("_ZZ", "_ZGVZ"))
 
 
+def constructed_by(item: AnalysedInitializer) -> set[str]:
+    """Globals an initializer builds: those it writes, and those whose destructor it registers.
+
+    The second catches construction the code does not show as a store: a
+    global initialised from a function returning it by value is built by
+    the callee through the hidden return pointer (``lea rdi, [rip+g]``).
+    """
+    registered = {r.object for r in item.effects.atexit if r.object}
+    return set(item.effects.writes) | registered
+
+
 def constructors_of(initializers: Sequence[AnalysedInitializer]) -> dict[str, int]:
-    """Global -> position of the first initializer that writes it."""
+    """Global -> position of the first initializer that constructs it."""
     built: dict[str, int] = {}
     for position, item in enumerate(initializers):
-        for symbol in item.effects.writes:
+        for symbol in constructed_by(item):
             built.setdefault(symbol, position)
     return built
 
@@ -84,7 +95,7 @@ def order_risks(initializers: Sequence[AnalysedInitializer]) -> list[Risk]:
             if builder is None or is_lazily_initialised(symbol):
                 continue
             constructor = initializers[builder]
-            if constructor.unit == item.unit or symbol in item.effects.writes:
+            if constructor.unit == item.unit or symbol in constructed_by(item):
                 continue
             risks.append(_order_risk(item, constructor, symbol, later=builder > position))
     return risks
@@ -100,7 +111,7 @@ def _order_risk(reader: AnalysedInitializer, constructor: AnalysedInitializer, s
                     "function-local static")
     return Risk(SEVERITY_WARNING, KIND_LINK_ORDER, reader.label, symbol, constructor.label,
                 f"{reader.unit} reads {name}, constructed by {constructor.unit}: correct only "
-                "because of the link order")
+                "because that initializer runs first (link order or init_priority)")
 
 
 def destructor_risks(initializers: Sequence[AnalysedInitializer]) -> list[Risk]:
@@ -143,8 +154,8 @@ def cross_object_risks(objects: Sequence[ObjectInitialisation],
                 definer = next((o for o in ordered if symbol in o.defines), None)
                 if definer is None or definer is reader or definer.position < reader.position:
                     continue
-                constructor = next((c for c in definer.initializers if symbol in c.effects.writes),
-                                   None)
+                constructor = next((c for c in definer.initializers
+                                    if symbol in constructed_by(c)), None)
                 if constructor is None or is_lazily_initialised(symbol):
                     continue
                 risks.setdefault(reader.label, []).append(Risk(

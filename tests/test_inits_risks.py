@@ -1,0 +1,87 @@
+"""`elfpatch inits` finds the init-order errors the fixture programs show at run time."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from importlib import resources
+from pathlib import Path
+
+import jsonschema
+import pytest
+from conftest import run_elfpatch
+from elfpatch.fixtures import build
+
+SAFE_PROGRAM = {
+    "value.cpp": """
+#include <string>
+constinit int table_size = 64;
+std::string& greeting() { static std::string text("hello"); return text; }
+""",
+    "user.cpp": """
+#include <string>
+extern constinit int table_size;
+std::string& greeting();
+int doubled = table_size * 2 + static_cast<int>(greeting().size());
+""",
+    "main.cpp": "extern int doubled;\nint main() { return doubled == 133 ? 0 : 1; }\n",
+}
+
+
+def inits_json(path: Path) -> dict:
+    result = run_elfpatch("inits", "--json", str(path))
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def order_risks(document: dict) -> list[dict]:
+    return [r for r in document["files"][0]["risks"] if r["kind"] != "exit-time-destructor"]
+
+
+def test_siof_wrong_order_is_an_error(cxx: object) -> None:
+    siof = build.build_scenario("siof")
+    bad = order_risks(inits_json(siof.path("bad_order")))
+    assert [(r["severity"], r["kind"], r["object"]) for r in bad] == [
+        ("error", "init-order", "_Z11config_nameB5cxx11")]
+    assert bad[0]["reader"] == "_GLOBAL__sub_I_consumer_length"
+    assert bad[0]["constructed_by"] == "_GLOBAL__sub_I__Z9make_nameB5cxx11v"
+    # The oracle: the program really reads it unconstructed.
+    run = subprocess.run([str(siof.path("bad_order"))], capture_output=True, text=True)
+    assert "consumer_length=0" in run.stdout
+
+
+@pytest.mark.parametrize("program", ["good_order", "priority_order"])
+def test_siof_right_order_has_no_error(cxx: object, program: str) -> None:
+    risks = order_risks(inits_json(build.build_scenario("siof").path(program)))
+    assert [r["severity"] for r in risks] == ["warning"]
+    assert risks[0]["kind"] == "link-order-dependence"
+
+
+def test_constinit_and_function_local_statics_are_not_risks(cxx: object) -> None:
+    program = build.build_executable(SAFE_PROGRAM, "safe", ["-O1", "-std=c++20"])
+    assert subprocess.run([str(program)]).returncode == 0
+    assert order_risks(inits_json(program)) == []
+
+
+def test_exit_time_destructors_are_listed(cxx: object) -> None:
+    scenario = build.build_scenario("destruction_order")
+    buggy = inits_json(scenario.path("buggy"))
+    destructors = {r["object"] for r in buggy["files"][0]["risks"]
+                   if r["kind"] == "exit-time-destructor"}
+    assert {"the_logger", "the_service"} <= destructors
+    entries = [e for e in buggy["files"][0]["initializers"] if e["registers_destructor"]]
+    units = " ".join(e["translation_unit"] for e in entries)
+    assert "the_logger" in units and "the_service" in units  # no DWARF: named by first global
+    cured = inits_json(scenario.path("cured"))
+    cured_objects = {r["object"] for r in cured["files"][0]["risks"]
+                     if r["kind"] == "exit-time-destructor"}
+    assert "the_logger" not in cured_objects
+
+
+def test_inits_json_matches_schema(cxx: object) -> None:
+    schema = json.loads(resources.files("elfpatch.report").joinpath("inits.schema.json")
+                        .read_text())
+    document = inits_json(build.build_scenario("siof").path("bad_order"))
+    jsonschema.validate(document, schema)
+    text = run_elfpatch("inits", str(build.build_scenario("siof").path("bad_order"))).stdout
+    assert "init-order" in text and "consumer.cpp" in text
