@@ -5,7 +5,8 @@ PLT stub, a load from a GOT slot.  ``AddressIndex`` turns them into names:
 
 - data addresses to the OBJECT/NOTYPE symbol whose ``[st_value,
   st_value + st_size)`` contains them (.symtab, else .dynsym), through
-  sorted start/end columns and ``bisect``;
+  sorted start/end columns and ``bisect`` (a TLS symbol's value is an
+  offset, not an address: thread-locals are named through their GOT slots);
 - function entry points to their symbol and st_size, through one dict;
 - GOT slots to the symbol their GLOB_DAT/JUMP_SLOT/TLS relocation names,
   or to the address a RELATIVE relocation (or, in a fixed-address
@@ -37,6 +38,7 @@ from elfpatch.errors import ElfpatchError
 
 EM_X86_64 = 62
 EM_AARCH64 = 183
+PF_X = 1  # p_flags: executable segment
 
 # Relocation types that make a GOT slot hold a symbol's address (or TLS offset).
 _SYMBOL_SLOT_TYPES = {
@@ -70,9 +72,18 @@ class GotEntry:
 
     symbol: str | None  # the symbol its relocation names, None for a plain address
     address: int | None  # the address it holds when it names no symbol
-    defined: bool  # the symbol is defined in this object (it may still be preempted)
-    is_function: bool  # the symbol is a function (FUNC/IFUNC), not data
-    definition: int | None  # address of this object's definition of the symbol
+    defined: bool = True  # the symbol is defined in this object (it may still be preempted)
+    symbol_type: int = C.STT_NOTYPE  # st_info type of the symbol
+    weak_undefined: bool = False  # an undefined weak reference, often only tested for null
+    definition: int | None = None  # address of this object's definition (None for IFUNC)
+
+    @property
+    def is_function(self) -> bool:
+        return self.symbol_type in (C.STT_FUNC, C.STT_GNU_IFUNC)
+
+    @property
+    def is_tls(self) -> bool:
+        return self.symbol_type == C.STT_TLS
 
 
 def symbol_sizes(table: SymbolTable) -> array:
@@ -83,7 +94,7 @@ def symbol_sizes(table: SymbolTable) -> array:
 
 
 class _DataSymbols:
-    """Sorted, non-overlapping-by-start intervals of data symbols."""
+    """Data symbols with a size, sorted by start address for ``bisect``."""
 
     def __init__(self, table: SymbolTable) -> None:
         self.table = table
@@ -142,6 +153,10 @@ class AddressIndex:
         self.machine = elf.header.machine
         self._stubs: dict[int, GotEntry | None] = {}
 
+    def prepare(self) -> None:
+        """Build the indexes now, so that a corrupt table raises here."""
+        _ = self._data, self._functions, self._got_symbols
+
     # -- symbol tables -----------------------------------------------------
     @cached_property
     def _dynsym(self) -> SymbolTable | None:
@@ -151,6 +166,11 @@ class AddressIndex:
     def _main_table(self) -> SymbolTable | None:
         """.symtab when present (it has the local symbols), else .dynsym."""
         return read_symtab(self.elf) or self._dynsym
+
+    @property
+    def has_local_symbols(self) -> bool:
+        """.symtab is present, so every function (local ones, .cold parts) has a symbol."""
+        return self._main_table is not None and self._main_table is not self._dynsym
 
     @cached_property
     def _data(self) -> _DataSymbols | None:
@@ -171,6 +191,18 @@ class AddressIndex:
         """(name, st_size) of the function starting at ``address``, or None."""
         functions = self._functions
         return functions.at(address) if functions is not None else None
+
+    def code_at(self, address: int, limit: int) -> memoryview | None:
+        """Up to ``limit`` bytes from ``address`` in an executable segment, or None."""
+        for seg in self.elf.segments:
+            if seg.type == C.PT_LOAD and seg.flags & PF_X \
+                    and seg.vaddr <= address < seg.vaddr + seg.filesz:
+                size = min(limit, seg.vaddr + seg.filesz - address)
+                try:
+                    return self.elf.bytes_at(seg.offset + address - seg.vaddr, size, "code")
+                except ElfpatchError:
+                    return None
+        return None
 
     # -- GOT ---------------------------------------------------------------
     @cached_property
@@ -244,9 +276,9 @@ class AddressIndex:
             return None
         if slot in self._got_addresses:
             target = self._got_addresses[slot]
-            return GotEntry(None, target, True, False, None) if target is not None else None
+            return GotEntry(None, target) if target is not None else None
         stored = self._stored_word(slot)  # filled at link time (fixed executable, RELR)
-        return GotEntry(None, stored, True, False, None) if stored else None
+        return GotEntry(None, stored) if stored else None
 
     def _symbol_entry(self, index: int) -> GotEntry | None:
         table = self._dynsym
@@ -254,9 +286,11 @@ class AddressIndex:
             return None
         defined = table.shndxs[index] != C.SHN_UNDEF
         kind = table.infos[index] & 0xF
-        return GotEntry(table.name(index), None, defined,
-                        kind in (C.STT_FUNC, C.STT_GNU_IFUNC),
-                        table.values[index] if defined else None)
+        weak = table.infos[index] >> 4 == C.STB_WEAK
+        # An IFUNC's st_value is its resolver, not the code that will run.
+        known_code = defined and kind != C.STT_GNU_IFUNC
+        return GotEntry(table.name(index), None, defined, kind, weak and not defined,
+                        table.values[index] if known_code else None)
 
     def _stored_word(self, address: int) -> int | None:
         try:

@@ -1,0 +1,367 @@
+"""What `effects` reads from an initializer's machine code matches what its source does.
+
+Small translation units are built with g++ for x86-64 (and aarch64 with the
+cross compiler) as PIE and fixed-address executables and as shared
+libraries, at -O0 and -O2, with and without the PLT; each test looks at the
+initializer of one TU and checks the globals it writes and reads, the
+destructors it registers and the functions it calls.  Symbol names are
+checked against pyelftools' reading of the same file, so a test cannot pass
+by asserting a name the binary does not have.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import shutil
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from elfpatch.analysis.effects import (
+    UNKNOWN_EFFECTS,
+    AtExit,
+    Effects,
+    EffectsAnalyzer,
+    initializer_effects,
+    is_constructor,
+)
+from elfpatch.analysis.initializers import list_initializers
+from elfpatch.elf.file import ElfFile
+from elfpatch.errors import ElfpatchError
+
+STRING_DTOR = "_ZNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEED1Ev"
+IOS_INIT_DTOR = "_ZNSt8ios_base4InitD1Ev"
+IOINIT_OBJECT = "_ZStL8__ioinit"
+S = "_Z1sB5cxx11"  # std::string s  (the [abi:cxx11] tag is part of the name)
+B = "_Z1bB5cxx11"  # std::string b
+
+SOURCES = {
+    "s.cpp": '#include <string>\nstd::string s("x");\n',
+    "io.cpp": '#include <iostream>\nvoid hello() { std::cout << "hi\\n"; }\n',
+    "a.cpp": "int compute_a();\nint a = compute_a();\n",
+    "b.cpp": ('#include <string>\nstd::string b("hello");\n'
+              "int compute_a() { return b.size(); }\n"),
+    "ci.cpp": "constinit int ci = 5;\nconstexpr int cx = 7;\nint reads_ci = ci + cx;\n",
+    "fls.cpp": ('#include <string>\n'
+                'static std::string& name() { static std::string n("local"); return n; }\n'
+                "int user = name().size();\n"),
+    "ext.cpp": ('#include <cstdlib>\n#include <cstring>\n'
+                'int env_len = std::strlen(std::getenv("PATH") ? std::getenv("PATH") : "");\n'),
+    "lib.cpp": "extern int exe_value;\nint lib_copy = exe_value * 2;\n",
+    "main.cpp": "int exe_value = 21;\nint main() { return 0; }\n",
+    "tls.cpp": "__thread int tv = 3;\nint copy_tv = tv + 1;\n",
+    "switch.cpp": (
+        "void f0(); void f1(); void f2(); void f3(); void f4(); void f5(); void f6(); void f7();\n"
+        "extern volatile int selector;\n"
+        "static int pick() {\n  switch (selector) {\n"
+        "    case 0: f0(); return 10; case 1: f1(); return 21; case 2: f2(); return 32;\n"
+        "    case 3: f3(); return 43; case 4: f4(); return 54; case 5: f5(); return 65;\n"
+        "    case 6: f6(); return 76; case 7: f7(); return 87;\n  }\n  return 0;\n}\n"
+        "int picked = pick();\n"),
+    "switch_defs.cpp": ("volatile int selector = 3;\n"
+                        "void f0(){} void f1(){} void f2(){} void f3(){}\n"
+                        "void f4(){} void f5(){} void f6(){} void f7(){}\n"),
+}
+UNITS = ["s.cpp", "io.cpp", "a.cpp", "b.cpp", "ci.cpp", "fls.cpp", "ext.cpp"]
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    compiler: str
+    flags: tuple[str, ...]
+    shared: bool = False
+
+    @property
+    def optimized(self) -> bool:
+        return "-O2" in self.flags
+
+
+X86 = "g++"
+ARM = "aarch64-linux-gnu-g++"
+EXECUTABLES = [
+    Variant("x86-pie-O0", X86, ("-O0", "-fPIE", "-pie")),
+    Variant("x86-pie-O2", X86, ("-O2", "-fPIE", "-pie")),
+    Variant("x86-nopie-O0", X86, ("-O0", "-fno-PIE", "-no-pie")),
+    Variant("x86-nopie-O2", X86, ("-O2", "-fno-PIE", "-no-pie")),
+    Variant("arm-pie-O0", ARM, ("-O0", "-fPIE", "-pie")),
+    Variant("arm-pie-O2", ARM, ("-O2", "-fPIE", "-pie")),
+    Variant("arm-nopie-O2", ARM, ("-O2", "-fno-PIE", "-no-pie")),
+]
+LIBRARIES = [
+    Variant("x86-shared-O0", X86, ("-O0", "-fPIC"), shared=True),
+    Variant("x86-shared-O2", X86, ("-O2", "-fPIC"), shared=True),
+    Variant("x86-shared-noplt", X86, ("-O2", "-fPIC", "-fno-plt"), shared=True),
+    Variant("arm-shared-O2", ARM, ("-O2", "-fPIC"), shared=True),
+    Variant("arm-shared-noplt", ARM, ("-O2", "-fPIC", "-fno-plt"), shared=True),
+]
+ALL = EXECUTABLES + LIBRARIES
+
+
+# -- building -----------------------------------------------------------------
+_built: dict[str, Path] = {}
+
+
+def build(variant: Variant, workdir: Path, units: list[str] | None = None) -> Path:
+    """Compile each unit (in parallel) and link them; cached per variant and unit set."""
+    if shutil.which(variant.compiler) is None:
+        pytest.skip(f"{variant.compiler} is not installed")
+    units = units or (UNITS + (["lib.cpp", "tls.cpp"] if variant.shared else ["main.cpp"]))
+    key = f"{variant.name}:{','.join(units)}"
+    if key in _built:
+        return _built[key]
+    where = workdir / f"{variant.name}-{len(_built)}"
+    where.mkdir()
+    for unit in units:
+        (where / unit).write_text(SOURCES[unit])
+
+    def compile_unit(unit: str) -> str:
+        command = [variant.compiler, "-std=c++20", *variant.flags, "-c", unit,
+                   "-o", unit + ".o"]
+        subprocess.run(command, cwd=where, check=True, capture_output=True, timeout=120)
+        return unit + ".o"
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        objects = list(pool.map(compile_unit, units))
+    output = "libunits.so" if variant.shared else "program"
+    link = ["-shared"] if variant.shared else [f for f in variant.flags if f in ("-pie",
+                                                                               "-no-pie")]
+    subprocess.run([variant.compiler, *link, *objects, "-o", output], cwd=where, check=True,
+                   capture_output=True, timeout=120)
+    _built[key] = where / output
+    return _built[key]
+
+
+@pytest.fixture(scope="session")
+def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("effects")
+
+
+def effects_of(path: Path, **budget: int) -> dict[str, Effects]:
+    """Effects of every initializer (runtime entries left out), by symbol name."""
+    with ElfFile.open(path) as elf:
+        listing = list_initializers(elf, str(path))
+        analyzer = EffectsAnalyzer(elf)
+        return {e.symbol or hex(e.address or 0): analyzer.effects(e.address or 0, **budget)
+                for e in listing.initializers if e.address is not None and not e.is_runtime}
+
+
+def initializer(found: dict[str, Effects], unit: str, first_global: str) -> Effects:
+    """gcc names a TU's initializer after its first global, or after the file with -fPIC."""
+    for name in (f"_GLOBAL__sub_I_{first_global}", f"_GLOBAL__sub_I_{unit}"):
+        if name in found:
+            return found[name]
+    raise AssertionError(f"no initializer for {unit} among {sorted(found)}")
+
+
+def symbols(path: Path) -> dict[str, tuple[str, str]]:
+    """name -> (type, section name or UND), read independently with pyelftools."""
+    from elftools.elf.elffile import ELFFile
+
+    found: dict[str, tuple[str, str]] = {}
+    with path.open("rb") as handle:
+        elf = ELFFile(handle)
+        for table_name in (".dynsym", ".symtab"):
+            table = elf.get_section_by_name(table_name)
+            for symbol in table.iter_symbols() if table is not None else []:
+                index = symbol["st_shndx"]
+                section = "UND" if index == "SHN_UNDEF" else (
+                    elf.get_section(index).name if isinstance(index, int) else index)
+                found.setdefault(symbol.name, (symbol["st_info"]["type"], section))
+    return found
+
+
+def got_symbols(path: Path) -> set[str]:
+    """Symbols named by GLOB_DAT relocations (pyelftools)."""
+    from elftools.elf.elffile import ELFFile
+    from elftools.elf.relocation import RelocationSection
+
+    names = set()
+    with path.open("rb") as handle:
+        elf = ELFFile(handle)
+        dynsym = elf.get_section_by_name(".dynsym")
+        for section in elf.iter_sections():
+            if isinstance(section, RelocationSection):
+                for relocation in section.iter_relocations():
+                    if relocation["r_info_type"] in (6, 1025) and relocation["r_info_sym"]:
+                        names.add(dynsym.get_symbol(relocation["r_info_sym"]).name)
+    return names
+
+
+# -- exit-time destructors, <iostream> ----------------------------------------------
+@pytest.mark.parametrize("variant", ALL, ids=lambda v: v.name)
+def test_string_global_registers_its_destructor(variant: Variant, workdir: Path) -> None:
+    path = build(variant, workdir)
+    assert symbols(path)[S][0] == "STT_OBJECT"
+    found = initializer(effects_of(path), "s.cpp", S)
+    assert AtExit(object=S, destructor=STRING_DTOR) in found.atexit
+    assert S in found.writes
+    assert "__cxa_atexit" in found.external_calls
+    assert not found.constructs_ios_init
+
+
+@pytest.mark.parametrize("variant", ALL, ids=lambda v: v.name)
+def test_iostream_constructs_ios_base_init(variant: Variant, workdir: Path) -> None:
+    path = build(variant, workdir)
+    found = effects_of(path)
+    io = initializer(found, "io.cpp", "_Z5hellov")
+    assert io.constructs_ios_init
+    assert AtExit(object=IOINIT_OBJECT, destructor=IOS_INIT_DTOR) in io.atexit
+    assert IOINIT_OBJECT in io.writes
+    others = [e for name, e in found.items() if e is not io]
+    assert others and not any(e.constructs_ios_init for e in others)
+
+
+# -- reads and writes across translation units ----------------------------------------
+@pytest.mark.parametrize("variant", EXECUTABLES, ids=lambda v: v.name)
+def test_read_through_a_function_of_another_unit(variant: Variant, workdir: Path) -> None:
+    path = build(variant, workdir)
+    found = effects_of(path)
+    reader = initializer(found, "a.cpp", "a")
+    assert "_Z9compute_av" in reader.calls
+    assert B in reader.reads
+    assert "a" in reader.writes and B not in reader.writes
+    constructor = initializer(found, "b.cpp", B)
+    assert B in constructor.writes
+    assert AtExit(object=B, destructor=STRING_DTOR) in constructor.atexit
+    if variant.optimized:
+        assert reader.complete
+
+
+@pytest.mark.parametrize("variant", LIBRARIES, ids=lambda v: v.name)
+def test_interposable_call_to_own_function_is_followed(variant: Variant, workdir: Path) -> None:
+    """In a library compute_a() is called through the PLT/GOT, yet defined here."""
+    path = build(variant, workdir)
+    reader = initializer(effects_of(path), "a.cpp", "a")
+    assert "_Z9compute_av" in reader.external_calls
+    assert B in reader.reads
+
+
+def test_budget_leaves_the_result_incomplete(workdir: Path) -> None:
+    path = build(EXECUTABLES[1], workdir)
+    with ElfFile.open(path) as elf:
+        entry = next(e for e in list_initializers(elf, str(path)).initializers
+                     if e.symbol == "_GLOBAL__sub_I_a")
+        assert entry.address is not None
+        shallow = initializer_effects(elf, entry.address, max_depth=0)
+        one = initializer_effects(elf, entry.address, max_functions=1)
+        full = initializer_effects(elf, entry.address)
+    assert not shallow.complete and B not in shallow.reads
+    assert not one.complete
+    assert full.complete and B in full.reads
+
+
+@pytest.mark.parametrize("variant", LIBRARIES, ids=lambda v: v.name)
+def test_library_reads_executable_global_through_got(variant: Variant, workdir: Path) -> None:
+    path = build(variant, workdir)
+    assert symbols(path)["exe_value"][1] == "UND"
+    assert "exe_value" in got_symbols(path)
+    found = initializer(effects_of(path), "lib.cpp", "lib_copy")
+    assert "exe_value" in found.reads
+    assert "lib_copy" in found.writes
+    assert "exe_value" not in found.writes
+
+
+@pytest.mark.parametrize("variant", LIBRARIES, ids=lambda v: v.name)
+def test_thread_local_read(variant: Variant, workdir: Path) -> None:
+    """__tls_get_addr(&pair) on x86-64, a TLS descriptor call on aarch64."""
+    path = build(variant, workdir)
+    assert symbols(path)["tv"][0] == "STT_TLS"
+    found = initializer(effects_of(path), "tls.cpp", "tv")
+    assert "tv" in found.reads
+    assert "copy_tv" in found.writes
+    assert "tv" not in found.external_calls
+
+
+@pytest.mark.parametrize("variant", ALL, ids=lambda v: v.name)
+def test_calls_into_another_library(variant: Variant, workdir: Path) -> None:
+    path = build(variant, workdir)
+    assert symbols(path)["getenv"][1] == "UND"
+    found = initializer(effects_of(path), "ext.cpp", "env_len")
+    assert {"getenv", "strlen"} <= set(found.external_calls)
+    assert "env_len" in found.writes
+    assert not found.calls or variant.flags[0] == "-O0"
+
+
+@pytest.mark.parametrize("variant", ALL, ids=lambda v: v.name)
+def test_constinit_global_is_never_written(variant: Variant, workdir: Path) -> None:
+    path = build(variant, workdir)
+    assert symbols(path)["ci"] == ("STT_OBJECT", ".data")
+    found = effects_of(path)
+    reader = initializer(found, "ci.cpp", "ci")
+    assert "ci" in reader.reads
+    assert "reads_ci" in reader.writes
+    assert not [name for name, e in found.items() if "ci" in e.writes]
+
+
+@pytest.mark.parametrize("variant", ALL, ids=lambda v: v.name)
+def test_function_local_static_is_not_a_global_write(variant: Variant, workdir: Path) -> None:
+    path = build(variant, workdir)
+    found = initializer(effects_of(path), "fls.cpp", "user")
+    local = [w for w in found.writes if w.startswith(("_ZZ", "_ZGV"))]
+    assert local, "the local static is reported (the risk logic filters it)"
+    assert set(found.writes) - set(local) == {"user"}
+    assert AtExit(object=local[0], destructor=STRING_DTOR) in found.atexit
+
+
+# -- what cannot be followed ---------------------------------------------------------------
+def test_jump_table_is_an_unknown_indirect_jump(workdir: Path) -> None:
+    variant = EXECUTABLES[1]
+    path = build(variant, workdir, ["switch.cpp", "switch_defs.cpp", "main.cpp"])
+    found = initializer(effects_of(path), "switch.cpp", "picked")
+    assert not found.complete
+    assert "selector" in found.reads and "picked" in found.writes
+    assert {f"_Z2f{k}v" for k in range(8)} <= set(found.calls)
+
+
+def test_unsupported_machine_gives_unknown_effects(workdir: Path) -> None:
+    path = build(EXECUTABLES[1], workdir)
+    data = bytearray(path.read_bytes())
+    with ElfFile(bytes(data), str(path)) as elf:
+        address = next(e.address for e in list_initializers(elf, str(path)).initializers
+                       if e.symbol == "_GLOBAL__sub_I_a")
+    data[18:20] = (243).to_bytes(2, "little")  # e_machine = EM_RISCV
+    with ElfFile(bytes(data), "riscv") as elf:
+        assert address is not None
+        assert EffectsAnalyzer(elf).effects(address) == UNKNOWN_EFFECTS
+    assert not UNKNOWN_EFFECTS.complete
+
+
+@pytest.mark.parametrize("variant", [EXECUTABLES[1], EXECUTABLES[5], LIBRARIES[1]],
+                         ids=lambda v: v.name)
+def test_corrupt_code_raises_only_elfpatch_errors(variant: Variant, workdir: Path) -> None:
+    path = build(variant, workdir)
+    data = path.read_bytes()
+    with ElfFile(data, str(path)) as elf:
+        addresses = [e.address for e in list_initializers(elf, str(path)).initializers
+                     if e.address is not None]
+        text = next(s for s in elf.sections if s.name == ".text")
+    chance = random.Random(20240229)
+    for _ in range(60):
+        poked = bytearray(data)
+        for _ in range(chance.randint(1, 300)):
+            poked[chance.randrange(text.offset, text.offset + text.size)] = chance.randrange(256)
+        with ElfFile(bytes(poked), "poked") as elf:
+            analyzer = EffectsAnalyzer(elf)
+            for address in addresses + [chance.randrange(1 << 24) for _ in range(4)]:
+                # Any other exception fails the test.
+                with contextlib.suppress(ElfpatchError):
+                    analyzer.effects(address, max_depth=8, max_functions=500)
+
+
+# -- constructor names -----------------------------------------------------------------------
+@pytest.mark.parametrize(("symbol", "expected"), [
+    ("_ZNSt8ios_base4InitC1Ev", True),
+    ("_ZNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEC2IS3_EEPKcRKS3_", True),
+    ("_ZN12_GLOBAL__N_13FooC2Ev", True),
+    (STRING_DTOR, False),
+    ("_ZNKSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEE4sizeEv", False),
+    ("_ZN3c104ABC1ltEv", False),  # "C1" inside a name, not a constructor
+    ("_Z9compute_av", False),
+])
+def test_is_constructor(symbol: str, expected: bool) -> None:
+    assert is_constructor(symbol) is expected
