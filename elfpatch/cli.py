@@ -228,14 +228,17 @@ def demo() -> None:
               default="text", show_default=True)
 @click.option("--baseline", type=click.Path(), help="Known findings (JSON) that do not fail.")
 @click.option("--update-baseline", is_flag=True, help="Write the current findings to --baseline.")
-@click.option("-j", "--jobs", type=click.IntRange(1, 64), default=1, show_default=True,
-              help="Analyse libraries in this many processes.")
+@click.option("-j", "--jobs", type=click.IntRange(1, 64), default=None,
+              help="Analyse libraries in this many processes (default: one per core, up to 8).")
 @click.option("--environment", "environment", is_flag=False, flag_value=sys.executable,
               default=None, metavar="[PYTHON]", help="Check the libraries installed in this "
               "interpreter's environment for UNIQUE clashes between distributions.")
 def check(paths: tuple[str, ...], config: str | None, output_format: str, baseline: str | None,
-          update_baseline: bool, jobs: int, environment: str | None) -> None:
+          update_baseline: bool, jobs: int | None, environment: str | None) -> None:
     """The CI gate: analyse wheels, folders and libraries and apply the policy."""
+    import os
+
+    jobs = jobs or min(8, os.cpu_count() or 1)
     from elfpatch.analysis.check import read_baseline, run_check, write_baseline
     from elfpatch.policy import load_policy
 

@@ -27,6 +27,7 @@ class ElfSource:
     path: str
     member: str | None = None
     root: str | None = None  # the folder argument this file was found under
+    size: int = 0  # bytes to read (archive members), to schedule the largest first
 
     @property
     def label(self) -> str:
@@ -100,8 +101,9 @@ def _expand_folder(folder: Path, seen: set[str]) -> Iterator[ElfSource]:
 def _archive_members(path: Path) -> Iterator[ElfSource]:
     with open_archive(path) as archive:
         members = elf_members(archive, str(path))
+        sizes = {name: archive.getinfo(name).file_size for name in members}
     for member in members:
-        yield ElfSource(str(path), member)
+        yield ElfSource(str(path), member, size=sizes[member])
 
 
 def open_sources(

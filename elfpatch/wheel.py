@@ -8,8 +8,6 @@ so that scanning a 190 MB wheel never unpacks it whole.
 from __future__ import annotations
 
 import mmap
-import shutil
-import tempfile
 import zipfile
 from pathlib import Path
 
@@ -17,7 +15,8 @@ from elfpatch.elf.constants import ELF_MAGIC
 from elfpatch.elf.file import ElfFile
 from elfpatch.errors import InputError
 
-# Members larger than this are spooled to a temporary file and mapped.
+# Members larger than this are decompressed straight into an anonymous mapping of
+# their exact size: one copy in memory, no disk write, no join of chunks.
 _IN_MEMORY_LIMIT = 64 << 20
 
 
@@ -74,16 +73,23 @@ def open_member(archive: zipfile.ZipFile, member: str, archive_name: str) -> Elf
         with archive.open(info) as source:
             if info.file_size <= _IN_MEMORY_LIMIT:
                 return ElfFile(source.read(), label)
-            return ElfFile(_spool_to_map(source), label)
+            return ElfFile(_spool_to_map(source, info.file_size), label)
     except (zipfile.BadZipFile, OSError, EOFError, KeyError) as error:
         raise InputError(label, f"cannot read archive member ({error})") from None
 
 
-def _spool_to_map(source: object) -> mmap.mmap:
-    with tempfile.TemporaryFile(prefix="elfpatch-member-") as spool:
-        shutil.copyfileobj(source, spool, 1 << 20)  # type: ignore[arg-type]
-        spool.flush()
-        return mmap.mmap(spool.fileno(), 0, access=mmap.ACCESS_READ)
+def _spool_to_map(source: zipfile.ZipExtFile, size: int) -> mmap.mmap:
+    mapping = mmap.mmap(-1, max(size, 1))
+    view, position = memoryview(mapping), 0
+    try:
+        while position < size:
+            count = source.readinto(view[position : min(size, position + (8 << 20))])
+            if not count:
+                raise EOFError(f"member ends after {position} of {size} bytes")
+            position += count
+    finally:
+        view.release()
+    return mapping
 
 
 # -- RECORD ------------------------------------------------------------------

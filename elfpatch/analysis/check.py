@@ -214,11 +214,14 @@ def run_check(paths: Iterable[str], policy: Policy, baseline: set[str], jobs: in
 
 def gather_all(sources: list[ElfSource], need_effects: bool, jobs: int,
                 errors: list[ElfpatchError]) -> list[LibraryFacts]:
-    if jobs <= 1 or len(sources) <= 1:
+    if jobs <= 1 or len(sources) <= 2:
         outcomes = [_guarded(source, need_effects) for source in sources]
     else:
+        # Largest first, so one huge library does not start last and finish alone.
+        order = sorted(range(len(sources)), key=lambda i: -sources[i].size)
         with ProcessPoolExecutor(max_workers=jobs) as pool:
-            outcomes = list(pool.map(_guarded, sources, [need_effects] * len(sources)))
+            futures = {i: pool.submit(_guarded, sources[i], need_effects) for i in order}
+            outcomes = [futures[i].result() for i in range(len(sources))]
     facts = []
     for outcome in outcomes:
         if isinstance(outcome, ElfpatchError):
