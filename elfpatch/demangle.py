@@ -11,12 +11,13 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 from functools import cache
+from typing import Any
 
 _RUNTIMES = ("libstdc++.so.6", "libc++abi.so.1", "libc++.so.1")
 
 
 @cache
-def _cxa_demangle() -> tuple[ctypes._CFuncPtr, ctypes._CFuncPtr] | None:
+def _cxa_demangle() -> tuple[Any, Any] | None:
     libc_name = ctypes.util.find_library("c")
     for runtime in _RUNTIMES:
         try:

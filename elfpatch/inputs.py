@@ -125,6 +125,7 @@ def open_sources(
                         if archive is not None:
                             archive.close()
                         archive, archive_path = open_archive(Path(item.path)), item.path
+                    assert archive is not None
                     elf = open_member(archive, item.member, item.path)
             except ElfpatchError as error:
                 yield error

@@ -10,6 +10,7 @@ from __future__ import annotations
 import mmap
 import zipfile
 from pathlib import Path
+from typing import IO
 
 from elfpatch.elf.constants import ELF_MAGIC
 from elfpatch.elf.file import ElfFile
@@ -78,12 +79,13 @@ def open_member(archive: zipfile.ZipFile, member: str, archive_name: str) -> Elf
         raise InputError(label, f"cannot read archive member ({error})") from None
 
 
-def _spool_to_map(source: zipfile.ZipExtFile, size: int) -> mmap.mmap:
+def _spool_to_map(source: IO[bytes], size: int) -> mmap.mmap:
     mapping = mmap.mmap(-1, max(size, 1))
     view, position = memoryview(mapping), 0
     try:
         while position < size:
-            count = source.readinto(view[position : min(size, position + (8 << 20))])
+            chunk = view[position : min(size, position + (8 << 20))]
+            count = source.readinto(chunk)  # type: ignore[attr-defined]
             if not count:
                 raise EOFError(f"member ends after {position} of {size} bytes")
             position += count

@@ -23,14 +23,14 @@ def compile_unit_ranges(elf: ElfFile) -> list[tuple[int, int, str]]:
     from elftools.elf.elffile import ELFFile
 
     try:
-        dwarf = ELFFile(_stream(elf)).get_dwarf_info()
+        dwarf = ELFFile(_stream(elf)).get_dwarf_info()  # type: ignore[arg-type]
         return list(_ranges(dwarf))
     except (ELFError, ValueError, KeyError, IndexError, AttributeError, TypeError):
         return []  # unreadable debug info only costs the DWARF names
 
 
 def _ranges(dwarf: object) -> list[tuple[int, int, str]]:
-    found = []
+    found: list[tuple[int, int, str]] = []
     range_lists = dwarf.range_lists()  # type: ignore[attr-defined]
     for unit in dwarf.iter_CUs():  # type: ignore[attr-defined]
         top = unit.get_top_DIE()

@@ -183,8 +183,12 @@ def list_initializers(elf: ElfFile, path: str, member: str | None = None) -> Obj
     def from_slots(kind: str, reverse: bool = False) -> list[InitializerEntry]:
         group = slots.get(kind, [])
         ordered = reversed(group) if reverse else group
-        return [_entry(kind, s.index, s.target, s.symbol or names.get(_key(elf, s.target)), units)
+        return [_entry(kind, s.index, s.target, s.symbol or _name(s.target), units)
                 for s in ordered]
+
+    def _name(address: int | None) -> str | None:
+        key = _key(elf, address)
+        return None if key is None else names.get(key)
 
     def single(kind: str, address: int | None) -> list[InitializerEntry]:
         return [_entry(kind, 0, address, names.get(address), units)] if address else []

@@ -23,7 +23,7 @@ def column(table: memoryview, entsize: int, offset: int, width: int,
     if count == 0:
         return array(code)
     if entsize % width == 0 and offset % width == 0:
-        flat = table[: count * entsize].cast(code)
+        flat = table[: count * entsize].cast(code)  # type: ignore[call-overload]
         per_record = entsize // width
         values = array(code, flat[offset // width :: per_record].tobytes())
     else:  # odd layouts: gather the bytes of the field record by record

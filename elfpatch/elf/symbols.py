@@ -12,7 +12,6 @@ import re
 from array import array
 from dataclasses import dataclass
 from functools import cached_property
-from typing import NamedTuple
 
 from elfpatch.elf import constants as C
 from elfpatch.elf.columns import byte_column, column
@@ -22,19 +21,21 @@ from elfpatch.elf.hashes import dynamic_symbol_count
 DYNSYM = ".dynsym"
 SYMTAB = ".symtab"
 
-# (offset, width) of each field in Elf32_Sym / Elf64_Sym
-_LAYOUT = {
+# (offset, width) of each field in Elf32_Sym / Elf64_Sym, and the entry sizes
+_LAYOUT: dict[int, dict[str, tuple[int, int]]] = {
     32: {"name": (0, 4), "value": (4, 4), "size": (8, 4), "info": (12, 1), "other": (13, 1),
-         "shndx": (14, 2), "entsize": 16},
+         "shndx": (14, 2)},
     64: {"name": (0, 4), "info": (4, 1), "other": (5, 1), "shndx": (6, 2), "value": (8, 8),
-         "size": (16, 8), "entsize": 24},
+         "size": (16, 8)},
 }
+_ENTSIZE = {32: 16, 64: 24}
 
 # Any st_info byte whose upper nibble is STB_GNU_UNIQUE (10).
 _UNIQUE_INFO = re.compile(rb"[\xa0-\xaf]")
 
 
-class Symbol(NamedTuple):
+@dataclass(frozen=True)
+class Symbol:
     index: int
     name: str
     value: int
@@ -65,9 +66,10 @@ class SymbolTable:
 
     def __post_init__(self) -> None:
         layout = _LAYOUT[self.elf.header.elf_class]
-        if self.entsize != layout["entsize"]:
+        expected = _ENTSIZE[self.elf.header.elf_class]
+        if self.entsize != expected:
             raise self.elf.corrupt(f"{self.kind} entry size is {self.entsize}, "
-                                   f"expected {layout['entsize']}")
+                                   f"expected {expected}")
         self.elf.check_range(self.offset, self.count * self.entsize, self.kind)
         self.elf.check_range(self.strtab_offset, self.strtab_size, f"{self.kind} string table")
         self._layout = layout
@@ -162,7 +164,7 @@ def _dynsym_from_dynamic(elf: ElfFile) -> SymbolTable | None:
     strtab_addr, strsz = elf.dynamic_value(C.DT_STRTAB), elf.dynamic_value(C.DT_STRSZ)
     if strtab_addr is None or strsz is None:
         raise elf.corrupt("dynamic table has DT_SYMTAB but no DT_STRTAB/DT_STRSZ")
-    entsize = elf.dynamic_value(C.DT_SYMENT) or _LAYOUT[elf.header.elf_class]["entsize"]
+    entsize = elf.dynamic_value(C.DT_SYMENT) or _ENTSIZE[elf.header.elf_class]
     count = dynamic_symbol_count(elf)
     if count is None:
         raise elf.corrupt("no section headers and no DT_HASH/DT_GNU_HASH to size .dynsym")

@@ -119,7 +119,8 @@ def _shared_reason(use: SharedUse) -> str:
 def plan_library(label: str, candidates: Iterable[Candidate], uses: dict[str, SharedUse],
                  options: FixOptions) -> tuple[LibraryPlan, list[Refusal]]:
     """Decide every selected candidate of one library; ``uses`` is keyed by symbol name."""
-    chosen, skipped = [], []
+    chosen: list[Candidate] = []
+    skipped: list[Candidate] = []
     for candidate in candidates:
         (chosen if selected(candidate, options) else skipped).append(candidate)
     decisions = _decide(chosen, uses, options)

@@ -15,6 +15,7 @@ from array import array
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 from elfpatch.elf import constants as C
 from elfpatch.elf.columns import column, pack_column
@@ -182,7 +183,7 @@ def gnu_hash_edits(elf: ElfFile, table: GnuHashTable, reordering: Reordering,
         if new_buckets[bucket] == 0:
             new_buckets[bucket] = new_symoffset + position
     hashes = [_full_gnu_hash(chains[old - symoffset], bucket_of[old - symoffset],
-                             table.nbuckets, lambda old=old: name_of(old)) for old in kept]
+                             table.nbuckets, partial(name_of, old)) for old in kept]
     header = table.offset + 4
     return [
         Edit(table.offset + 16, _bloom_filter(table, hashes, little), ".gnu.hash Bloom filter"),

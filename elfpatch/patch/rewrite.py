@@ -8,6 +8,7 @@ symbols concerned.  LOCAL also moves the symbols in front of the globals
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import Literal
 
 from elfpatch.elf import constants as C
 from elfpatch.elf.file import ElfFile
@@ -127,7 +128,7 @@ def _static_index_edits(elf: ElfFile, table: SymbolTable, reordering: Reordering
         if section.type == 17 and section.link == symtab_index:  # SHT_GROUP: sh_info is a symbol
             field = 44 if elf.header.elf_class == 64 else 28
             value = reordering.new_index(section.info)
-            order = "little" if elf.header.little_endian else "big"
+            order: Literal["little", "big"] = "little" if elf.header.little_endian else "big"
             edits.append(Edit(section.header_offset + field, value.to_bytes(4, order),
                               f"{section.name} signature symbol"))
     return edits

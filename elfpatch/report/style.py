@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
+from typing import Any
 
 import click
 
@@ -25,7 +26,7 @@ def color_wanted(stream: object = None) -> bool:
 
 def make_styler(color: bool) -> Styler:
     """``style(text, role)`` where role is one of bad, warn, good, dim, head."""
-    roles = {
+    roles: dict[str, dict[str, Any]] = {
         "bad": {"fg": "red", "bold": True},
         "warn": {"fg": "yellow"},
         "good": {"fg": "green"},
