@@ -60,7 +60,7 @@ def main(ctx: click.Context, traceback: bool) -> None:
 
 @main.command(epilog="Exit codes: 0 scanned (with or without findings); 2 usage error or a "
               "path that could not be read as ELF (the other paths are still scanned).")
-@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.argument("paths", nargs=-1, required=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON report (schema version 1).")
 @click.option("-v", "--verbose", is_flag=True, help="List every UNIQUE symbol.")
 def scan(paths: tuple[str, ...], as_json: bool, verbose: bool) -> None:
@@ -88,7 +88,7 @@ def scan(paths: tuple[str, ...], as_json: bool, verbose: bool) -> None:
 @main.command(epilog="Exit codes: 0 fixed (or nothing to fix); 1 refused by --strict (nothing "
               "written); 2 usage error or an input that could not be read or written (nothing "
               "is written when any input of the set cannot be read).")
-@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.argument("paths", nargs=-1, required=True)
 @click.option("-o", "--output", type=click.Path(), help="Write here (a file, or a folder "
               "mirroring the inputs) and leave the inputs untouched.")
 @click.option("--in-place", is_flag=True, help="Replace each input (atomically, verified).")
@@ -180,7 +180,7 @@ def _fix_wheels(paths: tuple[str, ...], wheel_dir: str, options: Any, dry_run: b
 
 @main.command(epilog="Exit codes: 0 listed (risks or not); 2 usage error or an input that "
               "could not be read.")
-@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.argument("paths", nargs=-1, required=True)
 @click.option("--closure", is_flag=True, help="Follow DT_NEEDED as the loader does and list "
               "every object in the order its initializers run (one root PATH).")
 @click.option("--sort-algorithm", type=click.Choice(["1", "2"]), default="2", show_default=True,
@@ -221,7 +221,7 @@ def demo() -> None:
 
 @main.command(epilog="Exit codes: 0 the policy passed; 1 the policy was violated; 2 usage error "
               "or an input that could not be read.")
-@click.argument("paths", nargs=-1, type=click.Path())
+@click.argument("paths", nargs=-1)
 @click.option("--config", type=click.Path(), help="Policy file (TOML with [tool.elfpatch]); "
               "default: the nearest pyproject.toml.")
 @click.option("--format", "output_format", type=click.Choice(["text", "json", "github", "junit"]),

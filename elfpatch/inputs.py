@@ -62,14 +62,19 @@ def expand(paths: Iterable[str]) -> Iterator[ElfSource | ElfpatchError]:
 
 
 def _expand_one(path: Path, seen: set[str]) -> Iterator[ElfSource]:
-    if not path.exists() and not path.is_symlink():
-        raise InputError(str(path), "no such file or directory")
+    if not path.exists():
+        reason = ("no such file (a dangling symbolic link)" if path.is_symlink() else
+                  "no such file or directory")
+        raise InputError(str(path), reason)
     if path.is_dir():
         found = list(_expand_folder(path, seen))
         if not found:
             raise InputError(str(path), "folder holds no ELF files or wheels")
         yield from found
         return
+    if not path.is_file():
+        # Opening a FIFO would wait for a writer forever; devices and sockets are no ELF.
+        raise InputError(str(path), "not a regular file (a pipe, socket or device)")
     if is_archive_name(path) or _is_zip_not_elf(path):
         yield from _archive_members(path)
         return
@@ -85,7 +90,7 @@ def _is_zip_not_elf(path: Path) -> bool:
 
 def _expand_folder(folder: Path, seen: set[str]) -> Iterator[ElfSource]:
     for file in walk_folder(folder):
-        if file.is_symlink() and not file.exists():
+        if not file.is_file():  # dangling links, pipes, sockets, devices
             continue
         real = os.path.realpath(file)
         if real in seen:

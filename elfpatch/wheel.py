@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import mmap
 import zipfile
+import zlib
 from pathlib import Path
 from typing import IO
 
@@ -19,6 +20,12 @@ from elfpatch.errors import InputError
 # Members larger than this are decompressed straight into an anonymous mapping of
 # their exact size: one copy in memory, no disk write, no join of chunks.
 _IN_MEMORY_LIMIT = 64 << 20
+
+
+# What reading a damaged member raises: zlib.error for a corrupt deflate stream,
+# NotImplementedError for an unknown compression method, RuntimeError when encrypted.
+_MEMBER_FAILURES = (zipfile.BadZipFile, zlib.error, NotImplementedError, RuntimeError, OSError,
+                    EOFError)
 
 
 def is_archive_name(path: Path) -> bool:
@@ -61,7 +68,7 @@ def elf_members(archive: zipfile.ZipFile, archive_name: str) -> list[str]:
             with archive.open(info) as member:
                 if member.read(4) == ELF_MAGIC:
                     found.append(info.filename)
-        except (zipfile.BadZipFile, OSError, EOFError) as error:
+        except _MEMBER_FAILURES as error:
             raise InputError(f"{archive_name}:{info.filename}",
                              f"cannot read archive member ({error})") from None
     return found
@@ -75,7 +82,7 @@ def open_member(archive: zipfile.ZipFile, member: str, archive_name: str) -> Elf
             if info.file_size <= _IN_MEMORY_LIMIT:
                 return ElfFile(source.read(), label)
             return ElfFile(_spool_to_map(source, info.file_size), label)
-    except (zipfile.BadZipFile, OSError, EOFError, KeyError) as error:
+    except (*_MEMBER_FAILURES, KeyError) as error:
         raise InputError(label, f"cannot read archive member ({error})") from None
 
 

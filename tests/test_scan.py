@@ -1,200 +1,285 @@
-"""`elfpatch scan` reports exactly the UNIQUE symbols readelf lists, on every kind of build."""
+"""`elfpatch scan` reports exactly the UNIQUE symbols readelf lists, on every kind of build.
+
+The library (``_build.STATICS``) has static locals of inline and template
+functions, template static data members (implicit and explicit
+instantiation), ``thread_local`` statics, guard variables and C++17 inline
+variables.  It is built for the host, aarch64, a 32-bit and a big-endian
+machine, and each build is scanned as linked, stripped, without section
+headers (so .dynsym is found through PT_DYNAMIC and the GNU or System V
+hash table) and with packed relative relocations.
+"""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
-import zipfile
+import sys
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import pytest
-from conftest import require_tool, run_elfpatch
-from elfpatch.fixtures import build
-from tests_support import readelf_unique
+from _build import (
+    EXPECTED,
+    LIBRARY,
+    PLATFORMS,
+    Platform,
+    cxxfilt,
+    invoke,
+    make_wheel,
+    platform,
+    readelf_symbols,
+    readelf_unique,
+    remove_section_headers,
+    require_tool,
+    stripped_copy,
+)
+from elftools.elf.elffile import ELFFile
 
-LIBRARY = {
-    "statics.h": """
-#pragma once
-#include <string>
-inline int& inline_counter() { static int count = 0; return count; }
-inline std::string& inline_name() { static std::string name("n"); return name; }
-template <class T> T& template_local() { static T value{}; return value; }
-template <class T> struct Holder { static int member; static std::string text; };
-template <class T> int Holder<T>::member = 3;
-template <class T> std::string Holder<T>::text = "t";
-template <class T> int& per_thread() { static thread_local int value = 7; return value; }
-struct Config { static inline int level = 2; };
-""",
-    "statics.cpp": """
-#include "statics.h"
-template struct Holder<long>;
-extern "C" int use_all() {
-    return inline_counter() + (int)inline_name().size() + template_local<int>()
-        + Holder<int>::member + (int)Holder<int>::text.size() + per_thread<int>()
-        + Config::level + Holder<long>::member;
-}
-""",
-}
+__all__ = ["LIBRARY", "remove_section_headers"]  # what test_fix_oracles imports from here
 
-# name -> (kind, type) for the symbols the library above must carry
-EXPECTED = {
-    "_ZZ14inline_countervE5count": ("function_local_static", "OBJECT"),
-    "_ZGVZ11inline_nameB5cxx11vE4name": ("guard_variable", "OBJECT"),
-    "_ZZ14template_localIiERT_vE5value": ("function_local_static", "OBJECT"),
-    "_ZN6HolderIiE6memberE": ("template_static_member", "OBJECT"),
-    "_ZN6HolderIlE6memberE": ("template_static_member", "OBJECT"),
-    "_ZGVN6HolderIiE4textB5cxx11E": ("guard_variable", "OBJECT"),
-    "_ZZ10per_threadIiERivE5value": ("function_local_static", "TLS"),
-    "_ZN6Config5levelE": ("inline_variable", "OBJECT"),
-}
-
-VARIANTS = {
-    "default": [],
-    "sysv-hash": ["-Wl,--hash-style=sysv"],
-    "both-hash": ["-Wl,--hash-style=both"],
-    "relr": ["-Wl,-z,pack-relative-relocs"],
-}
+VARIANTS = ("plain", "stripped", "headerless-gnu", "headerless-sysv", "relr")
 
 
-def remove_section_headers(source: Path, destination: Path) -> Path:
-    """A copy with e_shoff, e_shnum and e_shstrndx zeroed: only PT_DYNAMIC is left."""
-    data = bytearray(source.read_bytes())
-    is_64 = data[4] == 2
-    order = "little" if data[5] == 1 else "big"
-    shoff, shnum, shstrndx = (0x28, 0x3C, 0x3E) if is_64 else (0x20, 0x30, 0x32)
-    data[shoff : shoff + (8 if is_64 else 4)] = bytes(8 if is_64 else 4)
-    data[shnum : shnum + 2] = (0).to_bytes(2, order)
-    data[shstrndx : shstrndx + 2] = (0).to_bytes(2, order)
-    destination.write_bytes(bytes(data))
-    return destination
-
-
-def scan_json(*paths: str) -> dict:
-    result = run_elfpatch("scan", "--json", *paths)
-    assert result.returncode == 0, result.stderr
+def scan_json(*paths: str | Path) -> dict[str, Any]:
+    result = invoke("scan", "--json", *map(str, paths))
+    assert result.exception is None, result.exception
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr == ""
     return json.loads(result.stdout)
 
 
-def reported(document: dict, file_index: int = 0) -> list[tuple[str, int, str]]:
+def reported(document: dict[str, Any], file_index: int = 0) -> list[tuple[str, int, str]]:
     return [(u["table"], u["index"], u["name"]) for u in document["files"][file_index]["unique"]]
 
 
-def build_library(flags: list[str], toolchain: build.Toolchain | None = None) -> Path:
-    return build.build_shared(LIBRARY, "libstatics", ["-O1", *flags], toolchain=toolchain)
+def dynamic_tags(path: Path) -> set[str]:
+    """The dynamic tags readelf names, e.g. {"GNU_HASH", "RELR", ...}."""
+    require_tool("readelf")
+    text = subprocess.run(["readelf", "-W", "-d", str(path)], capture_output=True, text=True,
+                          check=True).stdout
+    return {line.split("(", 1)[1].split(")", 1)[0] for line in text.splitlines()
+            if line.strip().startswith("0x") and "(" in line}
 
 
-@pytest.mark.parametrize("variant", sorted(VARIANTS))
-def test_scan_equals_readelf(cxx: object, variant: str) -> None:
-    library = build_library(VARIANTS[variant])
-    expected = readelf_unique(library)
-    assert {name for _t, _i, name in expected} >= set(EXPECTED)
-    assert reported(scan_json(str(library))) == expected
+def variant_file(target: Platform, variant: str, tmp_path: Path) -> tuple[Path, bool]:
+    """The file to scan for ``variant`` and whether readelf must read it with -D."""
+    if variant == "plain":
+        return target.library(), False
+    if variant == "stripped":
+        return stripped_copy(target.library(), tmp_path / "libstripped.so", target.strip), False
+    if variant.startswith("headerless-"):
+        style = variant.split("-", 1)[1]
+        library = target.library([f"-Wl,--hash-style={style}"])
+        # The point is to size .dynsym from this one hash table: it must be the only one.
+        tags = dynamic_tags(library)
+        assert ("GNU_HASH" in tags, "HASH" in tags) == (style == "gnu", style == "sysv"), tags
+        return remove_section_headers(library, tmp_path / "libheaderless.so"), True
+    assert variant == "relr"
+    library = target.library(["-Wl,-z,pack-relative-relocs"])
+    if "RELR" not in dynamic_tags(library):
+        pytest.skip(f"{target.toolchain.cxx}'s linker ignores -z pack-relative-relocs")
+    return library, False
 
 
-def test_kinds_types_and_demangling(cxx: object) -> None:
-    document = scan_json(str(build_library([])))
-    symbols = {u["name"]: u for u in document["files"][0]["unique"] if u["table"] == ".dynsym"}
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("platform_name", PLATFORMS)
+def test_scan_equals_readelf(platform_name: str, variant: str, tmp_path: Path) -> None:
+    target = platform(platform_name)
+    path, use_dynamic = variant_file(target, variant, tmp_path)
+    expected = readelf_unique(path, use_dynamic=use_dynamic)
+    dynamic_names = {name for table, _i, name in expected if table == ".dynsym"}
+    assert dynamic_names == set(EXPECTED)
+    document = scan_json(path)
+    assert reported(document) == expected
+    tables = {table for table, _i, _n in expected}
+    assert tables == ({".dynsym", ".symtab"} if variant in ("plain", "relr") else {".dynsym"})
+    if use_dynamic:
+        # The same entries as the section-header view of the file it was copied from.
+        original = [row for row in readelf_unique(target.library(
+            [f"-Wl,--hash-style={variant.split('-')[1]}"])) if row[0] == ".dynsym"]
+        assert expected == original
+        assert all(u["section"] is None for u in document["files"][0]["unique"])
+
+
+@pytest.mark.parametrize("platform_name", PLATFORMS)
+def test_types_kinds_and_demangling(platform_name: str) -> None:
+    target = platform(platform_name)
+    library = target.library()
+    document = scan_json(library)
+    record = document["files"][0]
+    assert (record["elf_class"], record["soname"]) == (
+        32 if platform_name == "32bit" else 64, "libunique.so")
+    if platform_name == "aarch64":
+        assert record["machine"] == "aarch64"
+    dynamic = {u["name"]: u for u in record["unique"] if u["table"] == ".dynsym"}
     for name, (kind, symbol_type) in EXPECTED.items():
-        assert (symbols[name]["kind"], symbols[name]["type"]) == (kind, symbol_type), name
-        assert symbols[name]["defined"] is True
-    require_tool("c++filt")
-    names = sorted(symbols)
-    filtered = subprocess.run(["c++filt"], input="\n".join(names), capture_output=True,
-                              text=True, check=True).stdout.splitlines()
-    assert [symbols[n]["demangled"] for n in names] == filtered
-    assert document["files"][0]["unloads_on_dlclose"] is False
-
-
-def test_stripped_library(cxx: object, tmp_path: Path) -> None:
-    require_tool("strip")
-    stripped = tmp_path / "libstripped.so"
-    shutil.copy(build_library([]), stripped)
-    subprocess.run(["strip", "--strip-all", str(stripped)], check=True)
-    expected = readelf_unique(stripped)
-    assert expected and all(table == ".dynsym" for table, _i, _n in expected)
-    assert reported(scan_json(str(stripped))) == expected
-
-
-@pytest.mark.parametrize("hash_style", ["gnu", "sysv"])
-def test_library_without_section_headers(cxx: object, tmp_path: Path, hash_style: str) -> None:
-    library = build_library([f"-Wl,--hash-style={hash_style}"])
-    headerless = remove_section_headers(library, tmp_path / "libheaderless.so")
-    # The dynamic symbol table is the same bytes: readelf's view of the original is the oracle.
-    expected = [row for row in readelf_unique(library) if row[0] == ".dynsym"]
-    assert reported(scan_json(str(headerless))) == expected
-
-
-def test_aarch64_library(aarch64: build.Toolchain) -> None:
-    library = build_library([], toolchain=aarch64)
-    document = scan_json(str(library))
-    assert document["files"][0]["machine"] == "aarch64"
-    assert reported(document) == readelf_unique(library)
-
-
-def test_32bit_library(cxx: object) -> None:
-    try:
-        library = build_library(["-m32"])
-    except build.BuildError:
-        pytest.skip("g++ -m32 is not usable here (no 32-bit multilib)")
-    document = scan_json(str(library))
-    assert document["files"][0]["elf_class"] == 32
-    assert reported(document) == readelf_unique(library)
+        symbol = dynamic[name]
+        assert (symbol["kind"], symbol["type"], symbol["defined"]) == (kind, symbol_type, True), \
+            name
+        assert symbol["section"] in ((".tdata", ".tbss") if symbol_type == "TLS" else
+                                     (".data", ".bss")), symbol
+        assert symbol["visibility"] == "DEFAULT"
+    assert record["unique_definitions"] == len(EXPECTED)
+    assert (record["unloads_on_dlclose"], record["nodelete"]) == (False, False)
+    names = [u["name"] for u in record["unique"]]
+    assert [u["demangled"] for u in record["unique"]] == cxxfilt(names)
+    # readelf's type and size columns agree too.
+    oracle = {(s.table, s.index): s for s in readelf_symbols(library)}
+    for u in record["unique"]:
+        row = oracle[(u["table"], u["index"])]
+        assert (u["type"], u["size"], u["defined"]) == (row.type, row.size, row.ndx != "UND")
 
 
 def test_system_libstdcxx() -> None:
     libstdcxx = Path("/usr/lib/x86_64-linux-gnu/libstdc++.so.6")
     if not libstdcxx.exists():
         pytest.skip("no system libstdc++ at the Debian path")
-    assert reported(scan_json(str(libstdcxx))) == readelf_unique(libstdcxx)
+    document = scan_json(libstdcxx)
+    expected = readelf_unique(libstdcxx)
+    assert expected and reported(document) == expected
+    unique = document["files"][0]["unique"]
+    assert [u["demangled"] for u in unique] == cxxfilt([u["name"] for u in unique])
+    assert {u["kind"] for u in unique} <= {"function_local_static", "guard_variable",
+                                           "template_static_member", "inline_variable"}
 
 
-def make_wheel(path: Path, members: dict[str, bytes], with_metadata: bool = True) -> Path:
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, data in members.items():
-            archive.writestr(name, data)
-        if with_metadata:
-            archive.writestr("pkg-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\n")
-            archive.writestr("pkg-1.0.dist-info/RECORD", "")
-    return path
+def test_names_and_paths_that_are_not_utf8(tmp_path: Path) -> None:
+    """Stray bytes in a symbol name or a file name are shown as \\xNN, never a crash."""
+    library = platform("host").library()
+    data = bytearray(library.read_bytes())
+    with library.open("rb") as stream:
+        elf = ELFFile(stream)
+        dynstr = elf.get_section_by_name(".dynstr")["sh_offset"]
+        symbol = next(s for s in elf.get_section_by_name(".dynsym").iter_symbols()
+                      if s.name == "_ZN6Config5levelE")
+    data[dynstr + symbol["st_name"] + 4] = 0xFF  # _ZN6\xffonfig5levelE
+    folder = tmp_path / "odd"
+    folder.mkdir()
+    odd = Path(os.fsdecode(bytes(folder) + b"/lib\xe9.so"))
+    odd.write_bytes(bytes(data))
+    document = scan_json(folder)
+    record = document["files"][0]
+    assert record["path"] == f"{folder}/lib\\xe9.so"
+    names = {u["name"] for u in record["unique"] if u["table"] == ".dynsym"}
+    assert "_ZN6\\xffonfig5levelE" in names
+    text = invoke("scan", "-v", str(folder))
+    assert text.exit_code == 0 and text.exception is None
+    assert "lib\\xe9.so" in text.stdout and "onfig::level" in text.stdout
 
 
-def test_folder_and_wheel(cxx: object, tmp_path: Path) -> None:
-    library = build_library([])
+# -- folders and wheels --------------------------------------------------------------
+
+def test_folder_recursive_links_once_non_elf_ignored(tmp_path: Path) -> None:
+    library = platform("host").library()
+    other = platform("host").library(["-DUNUSED"])
     folder = tmp_path / "tree"
-    (folder / "sub").mkdir(parents=True)
-    shutil.copy(library, folder / "sub" / "libstatics.so.1")
-    (folder / "sub" / "libstatics.so").symlink_to("libstatics.so.1")
+    (folder / "a" / "deep").mkdir(parents=True)
+    (folder / "b").mkdir()
+    shutil.copy(library, folder / "a" / "libstatics.so.1")
+    (folder / "a" / "libstatics.so").symlink_to("libstatics.so.1")
+    (folder / "b" / "alias.so").symlink_to(folder / "a" / "libstatics.so.1")
+    (folder / "b" / "to-a").symlink_to(folder / "a", target_is_directory=True)  # not followed
+    shutil.copy(other, folder / "a" / "deep" / "libother.so")
     (folder / "notes.txt").write_text("not ELF")
-    wheel = make_wheel(tmp_path / "pkg-1.0-cp311-cp311-linux_x86_64.whl",
-                       {"pkg/_native.so": library.read_bytes(), "pkg/__init__.py": b""})
-    document = scan_json(str(folder), str(wheel))
+    (folder / "fake.so").write_bytes(b"\x7fEL")  # too short for the magic
+    (folder / "b" / "script.so").write_text("#!/bin/sh\n")
+    document = scan_json(folder)
     files = [(f["path"], f["member"]) for f in document["files"]]
-    assert files == [(str(folder / "sub" / "libstatics.so"), None),
-                     (str(wheel), "pkg/_native.so")]
-    assert reported(document, 1) == readelf_unique(library)
+    assert files == [(str(folder / "a" / "libstatics.so"), None),
+                     (str(folder / "a" / "deep" / "libother.so"), None)]
+    assert reported(document, 0) == readelf_unique(library)
+    assert reported(document, 1) == readelf_unique(other)
+    # A file named twice, directly and through a link, is still scanned once.
+    twice = scan_json(folder / "a" / "libstatics.so.1", folder / "b" / "alias.so")
+    assert len(twice["files"]) == 1
 
 
-def test_json_matches_the_shipped_schema(cxx: object, tmp_path: Path) -> None:
-    schema = json.loads(resources.files("elfpatch.report").joinpath("scan.schema.json")
-                        .read_text())
-    (tmp_path / "text").write_text("hello")
-    result = run_elfpatch("scan", "--json", str(build_library([])), str(tmp_path / "text"))
-    assert result.returncode == 2
+def test_wheel_and_zip_members(tmp_path: Path) -> None:
+    library = platform("host").library()
+    members = {"pkg/__init__.py": b"", "pkg/_native.cpython-311-x86_64-linux-gnu.so":
+               library.read_bytes(), "pkg.libs/libstatics-1a2b3c.so": library.read_bytes(),
+               "pkg/data.bin": b"\x7fELF"}  # ELF magic, but too short to be ELF: skipped
+    wheel = make_wheel(tmp_path / "pkg-1.0-cp311-cp311-linux_x86_64.whl", members)
+    archive = make_wheel(tmp_path / "bundle.zip", {"lib/libstatics.so": library.read_bytes()},
+                         with_metadata=False)
+    document = scan_json(wheel, archive)
+    files = [(f["path"], f["member"]) for f in document["files"]]
+    assert files == [(str(wheel), "pkg/_native.cpython-311-x86_64-linux-gnu.so"),
+                     (str(wheel), "pkg.libs/libstatics-1a2b3c.so"),
+                     (str(archive), "lib/libstatics.so")]
+    for index in range(3):
+        assert reported(document, index) == readelf_unique(library)
+    text = invoke("scan", str(wheel))
+    assert text.exit_code == 0
+    assert f"{wheel}:pkg.libs/libstatics-1a2b3c.so" in text.stdout
+
+
+# -- JSON schema and the command line ------------------------------------------------
+
+def scan_schema() -> dict[str, Any]:
+    text = resources.files("elfpatch.report").joinpath("scan.schema.json").read_text()
+    schema = json.loads(text)
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return schema
+
+
+def test_json_validates_against_the_shipped_schema(tmp_path: Path) -> None:
+    schema = scan_schema()
+    library = platform("host").library()
+    headerless = remove_section_headers(library, tmp_path / "headerless.so")
+    wheel = make_wheel(tmp_path / "pkg-1.0-py3-none-linux_x86_64.whl",
+                       {"pkg/x.so": library.read_bytes()})
+    (tmp_path / "text.so").write_text("hello")
+    result = invoke("scan", "--json", str(library), str(headerless), str(wheel),
+                    str(tmp_path / "text.so"))
+    assert result.exit_code == 2 and result.exception is None
     document = json.loads(result.stdout)
-    jsonschema.validate(document, schema)
-    assert document["errors"][0]["path"] == str(tmp_path / "text")
+    jsonschema.validate(document, schema, cls=jsonschema.Draft202012Validator)
+    assert document["version"] == 1
+    assert [e["path"] for e in document["errors"]] == [str(tmp_path / "text.so")]
+    assert len(document["files"]) == 3
+    broken = {**document, "files": [{**document["files"][0], "elf_class": 16}]}
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(broken, schema, cls=jsonschema.Draft202012Validator)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({**document, "version": 2}, schema)
 
 
-def test_text_report(cxx: object) -> None:
-    result = run_elfpatch("scan", str(build_library([])))
-    assert result.returncode == 0
-    assert "will not unload on dlclose" in result.stdout
-    assert "inline_counter()::count" in result.stdout
-    assert "\x1b[" not in result.stdout  # no colour when not on a terminal
-    verbose = run_elfpatch("scan", "-v", str(build_library([]))).stdout
-    assert "per_thread<int>()::value" in verbose
+def test_exit_codes_and_text_report(tmp_path: Path) -> None:
+    library = platform("host").library()
+    good = invoke("scan", str(library))
+    assert good.exit_code == 0 and good.stderr == ""
+    assert "will not unload on dlclose" in good.stdout
+    assert f"{len(EXPECTED)} STB_GNU_UNIQUE symbols in .dynsym" in good.stdout
+    assert "inline_counter()::count" not in good.stdout  # only a few examples
+    assert "\x1b[" not in good.stdout  # no colour when not on a terminal
+    verbose = invoke("scan", "-v", str(library)).stdout
+    for name in ("inline_counter()::count", "per_thread<int>()::value", "PerThread<short>::slot",
+                 "global_inline", "guard variable for Holder<int>::text[abi:cxx11]"):
+        assert name in verbose
+    missing = tmp_path / "missing.so"
+    bad = invoke("scan", str(library), str(missing))
+    assert bad.exit_code == 2 and bad.exception is None
+    assert str(library) in bad.stdout
+    assert bad.stderr.count("\n") == 1 and str(missing) in bad.stderr
+    assert invoke("scan").exit_code == 2  # no path: usage error
+
+
+def test_installed_command_in_a_subprocess(tmp_path: Path) -> None:
+    """As a user runs it, from another directory, with a relative path."""
+    library = platform("host").library()
+    shutil.copy(library, tmp_path / "libstatics.so")
+    environment = {**os.environ, "NO_COLOR": "1"}
+    result = subprocess.run([sys.executable, "-m", "elfpatch", "scan", "--json", "libstatics.so",
+                             "nothing.so"], cwd=tmp_path, capture_output=True, text=True,
+                            env=environment, timeout=120)
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert result.stderr.splitlines() == [
+        "elfpatch: error: nothing.so: no such file or directory"]
+    document = json.loads(result.stdout)
+    assert reported(document) == readelf_unique(library)

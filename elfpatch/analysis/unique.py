@@ -9,6 +9,7 @@ fix keeps both tables consistent), but only .dynsym matters at run time.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from elfpatch.demangle import demangle
@@ -30,6 +31,9 @@ KIND_DESCRIPTIONS = {
     KIND_INLINE_VARIABLE: "inline variable or static member of a class",
     KIND_OTHER: "other",
 }
+
+# A C identifier that is not an Itanium (_Z) or D (_D<digit>) mangled name.
+_PLAIN_IDENTIFIER = re.compile(r"(?!_Z|_D[0-9])[A-Za-z_][A-Za-z0-9_]*")
 
 # The demangler prints these class template instances without their arguments.
 _TEMPLATE_ABBREVIATIONS = ("std::string", "std::wstring", "std::istream", "std::ostream",
@@ -80,6 +84,10 @@ def classify(name: str, demangled: str) -> str:
         return KIND_GUARD_VARIABLE
     if name.startswith("_ZZ"):
         return KIND_FUNCTION_LOCAL_STATIC
+    if _PLAIN_IDENTIFIER.fullmatch(name):
+        # Variables of the global namespace are not mangled: a UNIQUE one is an
+        # inline variable (`inline int x;`).
+        return KIND_INLINE_VARIABLE
     if not name.startswith("_Z") or demangled == name:
         return KIND_OTHER
     scope = _enclosing_scope(demangled)

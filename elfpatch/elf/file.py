@@ -99,6 +99,17 @@ def machine_name(machine: int) -> str:
     return f"EM_{machine}"
 
 
+def printable(text: str) -> str:
+    """``text`` with the bytes ``surrogateescape`` kept (not UTF-8) shown as ``\\xNN``.
+
+    Names and paths keep their exact bytes that way, but such a string cannot
+    be written to a UTF-8 stream: reports pass what they print through this.
+    """
+    if text.isascii():
+        return text
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 def has_elf_magic(prefix: bytes) -> bool:
     return prefix[:4] == C.ELF_MAGIC
 

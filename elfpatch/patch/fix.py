@@ -103,18 +103,39 @@ def destinations(libraries: list[_Library], output: str | None) -> dict[str, Pat
     single = len(libraries) == 1 and libraries[0].source.root is None
     if single and not out.is_dir():
         return {libraries[0].source.label: out}
-    result = {}
-    for lib in libraries:
-        path = Path(lib.source.path)
-        relative = path.relative_to(lib.source.root) if lib.source.root else Path(path.name)
-        result[lib.source.label] = out / relative
-    return result
+    return {lib.source.label: out / _relative_destination(lib.source) for lib in libraries}
+
+
+def _relative_destination(source: ElfSource) -> Path:
+    """Where under the output folder a library goes: its place under the folder given.
+
+    A library found through a symbolic link (libfoo.so -> libfoo.so.1) goes
+    where the real file is, under the name the loader looks for.
+    """
+    path = Path(source.path)
+    if source.root is None:
+        return Path(path.name)
+    real, root = Path(os.path.realpath(path)), Path(os.path.realpath(source.root))
+    return real.relative_to(root) if real.is_relative_to(root) else path.relative_to(source.root)
+
+
+def _collisions(where: dict[str, Path]) -> list[ElfpatchError]:
+    """One error per output path that two inputs would be written to (the last would win)."""
+    by_destination: dict[str, list[str]] = {}
+    for label, destination in where.items():
+        by_destination.setdefault(os.path.realpath(destination), []).append(label)
+    return [InputError(destination, f"{len(labels)} inputs would be written here: "
+                       f"{', '.join(labels)}", hint="give their folder (its layout is mirrored) "
+                       "or fix them one at a time")
+            for destination, labels in by_destination.items() if len(labels) > 1]
 
 
 def fix_paths(paths: Iterable[str], options: FixOptions, output: str | None,
               dry_run: bool = False) -> FixResult:
     libraries, errors = read_set(paths)
     result = FixResult(errors=errors)
+    if not errors:
+        errors.extend(_collisions(destinations(libraries, output)))
     if errors:
         return result  # never write part of a set whose other members could not be read
     result.plan = make_plan(libraries, options)

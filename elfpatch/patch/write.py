@@ -23,21 +23,23 @@ def write_atomically(source: Path, destination: Path, make_edits: Callable[[], l
                      verify: Callable[[Path], None]) -> None:
     """Copy ``source`` with the edits applied to ``destination``, verified by ``verify``.
 
-    The kernel copies the file on a second thread (sendfile releases the GIL)
-    while this one computes the edits.
+    The kernel copies the file on a second thread (copy_file_range releases
+    the GIL) while this one computes the edits.
     """
     destination = Path(os.path.realpath(destination))
     handle, temporary_name = tempfile.mkstemp(prefix=f".{destination.name}.", suffix=".elfpatch",
                                               dir=destination.parent)
     temporary = Path(temporary_name)
     try:
-        os.close(handle)
-        copy = _BackgroundCopy(source, temporary)
-        copy.start()
         try:
-            edits = make_edits()
+            copy = _BackgroundCopy(source, handle)
+            copy.start()
+            try:
+                edits = make_edits()
+            finally:
+                copy.join()
         finally:
-            copy.join()
+            os.close(handle)
         copy.raise_failure()
         _apply(temporary, edits)
         verify(temporary)
@@ -49,20 +51,50 @@ def write_atomically(source: Path, destination: Path, make_edits: Callable[[], l
 
 
 class _BackgroundCopy(threading.Thread):
-    def __init__(self, source: Path, destination: Path) -> None:
+    """Copies ``source`` into the open temporary file.
+
+    Into the descriptor mkstemp returned, not a reopened path: reopening
+    truncates the file, and on ext4 closing a file truncated then rewritten
+    starts its writeback at once (auto_da_alloc), which doubled the copy's
+    time on a 434 MB library.
+    """
+
+    def __init__(self, source: Path, handle: int) -> None:
         super().__init__(name="elfpatch-copy", daemon=True)
-        self.source, self.destination = source, destination
+        self.source, self.handle = source, handle
         self.failure: BaseException | None = None
 
     def run(self) -> None:
         try:
-            shutil.copyfile(self.source, self.destination)
+            with self.source.open("rb") as source:
+                _copy_descriptor(source.fileno(), self.handle)
         except BaseException as error:  # handed to the main thread by raise_failure
             self.failure = error
 
     def raise_failure(self) -> None:
         if self.failure is not None:
             raise self.failure
+
+
+def _copy_descriptor(source: int, destination: int, chunk: int = 1 << 23) -> None:
+    """The whole of ``source`` into ``destination`` at the same offsets, in the kernel if it can."""
+    size = os.fstat(source).st_size
+    offset = 0
+    try:
+        while offset < size:
+            copied = os.copy_file_range(source, destination, size - offset, offset, offset)
+            if copied == 0:
+                break
+            offset += copied
+    except (AttributeError, OSError):  # no copy_file_range here, or not between these files
+        pass
+    while offset < size:
+        data = os.pread(source, min(chunk, size - offset), offset)
+        if not data:
+            break
+        offset += os.pwrite(destination, data, offset)
+    if offset != size:
+        raise OSError(f"copied {offset} of {size} bytes: the file changed while being copied")
 
 
 def _apply(path: Path, edits: list[Edit]) -> None:

@@ -6,7 +6,7 @@ from typing import Any
 
 from elfpatch.patch.fix import FixResult, LibraryOutcome
 from elfpatch.patch.plan import Refusal
-from elfpatch.report.scan_json import SCHEMA_VERSION, error_record
+from elfpatch.report.scan_json import SCHEMA_VERSION, error_record, printable_document
 
 
 def _library(outcome: LibraryOutcome) -> dict[str, Any]:
@@ -32,14 +32,14 @@ def _refusal(refusal: Refusal) -> dict[str, Any]:
 
 def fix_document(result: FixResult, dry_run: bool) -> dict[str, Any]:
     plan = result.plan
-    return {
+    return printable_document({
         "version": SCHEMA_VERSION,
         "mode": plan.mode if plan else None,
         "dry_run": dry_run,
         "libraries": [_library(o) for o in result.outcomes],
         "refusals": [_refusal(r) for r in plan.refusals] if plan else [],
         "errors": [error_record(e) for e in result.errors],
-    }
+    })
 
 
 def wheel_document(results: list[Any], errors: list[Any], mode: str,

@@ -6,6 +6,7 @@ from dataclasses import asdict
 from typing import Any
 
 from elfpatch.analysis.unique import FileScan
+from elfpatch.elf.file import printable
 from elfpatch.errors import ElfpatchError
 
 SCHEMA_VERSION = 1
@@ -31,8 +32,19 @@ def error_record(error: ElfpatchError) -> dict[str, str]:
 
 
 def scan_document(scans: list[FileScan], errors: list[ElfpatchError]) -> dict[str, Any]:
-    return {
+    return printable_document({
         "version": SCHEMA_VERSION,
         "files": [file_record(scan) for scan in scans],
         "errors": [error_record(error) for error in errors],
-    }
+    })
+
+
+def printable_document(value: Any) -> Any:
+    """Every string of the document writable as UTF-8 (names with stray bytes, odd paths)."""
+    if isinstance(value, str):
+        return printable(value)
+    if isinstance(value, dict):
+        return {key: printable_document(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [printable_document(item) for item in value]
+    return value

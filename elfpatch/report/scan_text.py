@@ -6,6 +6,7 @@ from collections import Counter
 from collections.abc import Iterable
 
 from elfpatch.analysis.unique import KIND_DESCRIPTIONS, KIND_GUARD_VARIABLE, FileScan, UniqueSymbol
+from elfpatch.elf.file import printable
 from elfpatch.elf.symbols import DYNSYM
 from elfpatch.errors import ElfpatchError
 from elfpatch.report.style import Styler, plural
@@ -18,7 +19,7 @@ def render_scan(scans: list[FileScan], errors: list[ElfpatchError], style: Style
                 verbose: bool = False) -> str:
     blocks = [_render_file(scan, style, verbose) for scan in scans]
     blocks.append(_render_summary(scans, errors, style))
-    return "\n\n".join(blocks) + "\n"
+    return printable("\n\n".join(blocks) + "\n")
 
 
 def _title(scan: FileScan) -> str:

@@ -1,0 +1,111 @@
+"""How fast `elfpatch scan --json` is next to the tools people already use.
+
+    python benchmarks/scan.py [--runs N] LIB...
+
+For each library, times (alternating, N rounds after a warm-up round):
+`elfpatch scan --json`, `readelf --dyn-syms -W`, `nm -D`, a per-symbol
+pyelftools loop over .dynsym, and a LIEF parse, the last two in their own
+Python processes.  Prints the median wall time, the ratio against readelf,
+and each command's peak resident memory.  The goal for elfpatch: no slower
+than readelf, and under 150 MiB peak RSS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import Command, CommandFailed, alternate, table
+
+PYELFTOOLS_LOOP = """
+import sys
+from elftools.elf.elffile import ELFFile
+with open(sys.argv[1], "rb") as stream:
+    dynsym = ELFFile(stream).get_section_by_name(".dynsym")
+    unique = sum(1 for s in dynsym.iter_symbols()
+                 if s["st_info"]["bind"] in ("STB_GNU_UNIQUE", "STB_LOOS"))
+print(unique)
+"""
+
+LIEF_PARSE = """
+import sys
+import lief
+lief.logging.disable()
+binary = lief.parse(sys.argv[1])
+print(sum(1 for s in binary.dynamic_symbols if s.binding == lief.ELF.Symbol.BINDING.GNU_UNIQUE))
+"""
+
+BASELINE = "readelf --dyn-syms -W"
+TARGET_RSS_MIB = 150
+
+
+def commands_for(library: str, python: str) -> list[Command]:
+    found = [Command("elfpatch scan --json", (python, "-m", "elfpatch", "scan", "--json",
+                                              library))]
+    for tool, name, argv in (("readelf", BASELINE, ("readelf", "--dyn-syms", "-W", library)),
+                             ("nm", "nm -D", ("nm", "-D", library))):
+        if shutil.which(tool):
+            found.append(Command(name, argv))
+        else:
+            print(f"note: {tool} is not installed; left out", file=sys.stderr)
+    found.append(Command("pyelftools .dynsym loop", (python, "-c", PYELFTOOLS_LOOP, library)))
+    found.append(Command("LIEF parse", (python, "-c", LIEF_PARSE, library)))
+    return found
+
+
+def unique_counts(library: str, python: str) -> str:
+    """A sanity line: elfpatch and readelf count the same UNIQUE symbols in .dynsym."""
+    document = json.loads(subprocess.run([python, "-m", "elfpatch", "scan", "--json", library],
+                                         capture_output=True, text=True, check=True).stdout)
+    ours = sum(1 for u in document["files"][0]["unique"] if u["table"] == ".dynsym")
+    line = f"UNIQUE in .dynsym: elfpatch {ours}"
+    if shutil.which("readelf"):
+        text = subprocess.run(["readelf", "--dyn-syms", "-W", library], capture_output=True,
+                              text=True, check=True).stdout
+        line += f", readelf {sum(1 for row in text.splitlines() if ' UNIQUE ' in row)}"
+    return line
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("libraries", nargs="+", metavar="LIB")
+    parser.add_argument("--runs", type=int, default=5, help="timed rounds (default 5)")
+    parser.add_argument("--warmup", type=int, default=1, help="untimed rounds first (default 1)")
+    parser.add_argument("--python", default=sys.executable,
+                        help="the interpreter with elfpatch, pyelftools and LIEF installed")
+    options = parser.parse_args(argv)
+    status = 0
+    for library in options.libraries:
+        size = Path(library).stat().st_size
+        print(f"{library} ({size / 1e6:.0f} MB), {options.runs} alternating runs, medians")
+        commands = commands_for(library, options.python)
+        try:
+            results = alternate(commands, options.runs, options.warmup)
+        except CommandFailed as error:
+            print(f"error: {error}", file=sys.stderr)
+            status = 1
+            continue
+        baseline = BASELINE if any(c.name == BASELINE for c in commands) else commands[0].name
+        print(table(results, baseline))
+        print(unique_counts(library, options.python))
+        ours = results[0]
+        verdict = []
+        if baseline == BASELINE:
+            reference = next(m for m in results if m.command.name == BASELINE)
+            faster = ours.median_seconds <= reference.median_seconds
+            verdict.append("no slower than readelf" if faster else "SLOWER than readelf")
+        verdict.append(f"peak RSS {ours.peak_rss_mib:.0f} MiB "
+                       f"({'under' if ours.peak_rss_mib < TARGET_RSS_MIB else 'OVER'} "
+                       f"{TARGET_RSS_MIB} MiB)")
+        print("elfpatch: " + "; ".join(verdict) + "\n")
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,313 @@
+"""What the scan, reader, bad-input and fuzz tests share.
+
+The test library's sources and the symbols it must carry; the platforms it
+is built for (host, aarch64, 32-bit, big-endian), each skipped with a reason
+when its compiler is missing; readelf's symbol tables as an oracle; a copy
+of a file without section headers; wheels; and the CLI run in-process.
+
+Builds go through ``elfpatch.fixtures.build``, which caches them by the
+sources, the flags and the compiler's identity.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import shutil
+import subprocess
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+from elfpatch.fixtures import build
+
+from elfpatch.cli import main
+
+STATICS = {
+    "statics.h": """
+#pragma once
+#include <string>
+inline int& inline_counter() { static int count = 0; return count; }
+inline std::string& inline_name() { static std::string name("n"); return name; }
+template <class T> T& template_local() { static T value{}; return value; }
+template <class T> struct Holder { static int member; static std::string text; };
+template <class T> int Holder<T>::member = 3;
+template <class T> std::string Holder<T>::text = "t";
+template <class T> int& per_thread() { static thread_local int value = 7; return value; }
+template <class T> struct PerThread { static thread_local T slot; };
+template <class T> thread_local T PerThread<T>::slot = T(5);
+inline std::string& thread_name() { static thread_local std::string name("th"); return name; }
+struct Config { static inline int level = 2; };
+inline int global_inline = 9;
+namespace ns { inline std::string named_inline = "x"; }
+""",
+    "statics.cpp": """
+#include "statics.h"
+template struct Holder<long>;
+template struct PerThread<short>;
+extern "C" int use_all() {
+    return inline_counter() + (int)inline_name().size() + template_local<int>()
+        + Holder<int>::member + (int)Holder<int>::text.size() + per_thread<int>()
+        + Config::level + Holder<long>::member;
+}
+extern "C" int use_more() {
+    return PerThread<int>::slot + (int)thread_name().size() + global_inline
+        + (int)ns::named_inline.size();
+}
+""",
+}
+
+# name -> (kind, type) of the UNIQUE definitions STATICS must carry
+EXPECTED = {
+    "_ZZ14inline_countervE5count": ("function_local_static", "OBJECT"),
+    "_ZZ11inline_nameB5cxx11vE4name": ("function_local_static", "OBJECT"),
+    "_ZGVZ11inline_nameB5cxx11vE4name": ("guard_variable", "OBJECT"),
+    "_ZZ14template_localIiERT_vE5value": ("function_local_static", "OBJECT"),
+    "_ZN6HolderIiE6memberE": ("template_static_member", "OBJECT"),  # implicit instantiation
+    "_ZN6HolderIlE6memberE": ("template_static_member", "OBJECT"),  # explicit instantiation
+    "_ZN6HolderIiE4textB5cxx11E": ("template_static_member", "OBJECT"),
+    "_ZGVN6HolderIiE4textB5cxx11E": ("guard_variable", "OBJECT"),
+    "_ZN6HolderIlE4textB5cxx11E": ("template_static_member", "OBJECT"),
+    "_ZGVN6HolderIlE4textB5cxx11E": ("guard_variable", "OBJECT"),
+    "_ZZ10per_threadIiERivE5value": ("function_local_static", "TLS"),
+    "_ZN9PerThreadIiE4slotE": ("template_static_member", "TLS"),
+    "_ZN9PerThreadIsE4slotE": ("template_static_member", "TLS"),
+    "_ZZ11thread_nameB5cxx11vE4name": ("function_local_static", "TLS"),
+    "_ZGVZ11thread_nameB5cxx11vE4name": ("guard_variable", "TLS"),
+    "_ZN6Config5levelE": ("inline_variable", "OBJECT"),
+    "_ZN2ns12named_inlineB5cxx11E": ("inline_variable", "OBJECT"),
+    "_ZGVN2ns12named_inlineB5cxx11E": ("guard_variable", "OBJECT"),
+    "global_inline": ("inline_variable", "OBJECT"),
+}
+
+# The smaller library the fix tests build (programs linked against it print
+# use_all()=17); STATICS above adds thread_local and inline variables to it.
+LIBRARY = {
+    "statics.h": """
+#pragma once
+#include <string>
+inline int& inline_counter() { static int count = 0; return count; }
+inline std::string& inline_name() { static std::string name("n"); return name; }
+template <class T> T& template_local() { static T value{}; return value; }
+template <class T> struct Holder { static int member; static std::string text; };
+template <class T> int Holder<T>::member = 3;
+template <class T> std::string Holder<T>::text = "t";
+template <class T> int& per_thread() { static thread_local int value = 7; return value; }
+struct Config { static inline int level = 2; };
+""",
+    "statics.cpp": """
+#include "statics.h"
+template struct Holder<long>;
+extern "C" int use_all() {
+    return inline_counter() + (int)inline_name().size() + template_local<int>()
+        + Holder<int>::member + (int)Holder<int>::text.size() + per_thread<int>()
+        + Config::level + Holder<long>::member;
+}
+""",
+}
+
+# Pointer tables that need many relative relocations: runs of neighbouring
+# words (RELR bitmaps) and lone pointers far apart (RELR addresses).
+POINTERS = {
+    "pointers.cpp": """
+static int a, b, c;
+extern "C" {
+int* dense[150] = {
+#define P4 &a, &b, &c, &a,
+#define P16 P4 P4 P4 P4
+P16 P16 P16 P16 P16 P16 P16 P16 P16 &a, &b, &c, &a, &b, &c
+};
+struct Sparse { int* p; char gap[600]; };
+Sparse sparse[5] = {{&a, {}}, {&b, {}}, {&c, {}}, {&a, {}}, {&b, {}}};
+}
+""",
+}
+
+
+@dataclass(frozen=True)
+class Platform:
+    """A compiler for one kind of machine, with the flags that select it."""
+
+    name: str
+    toolchain: build.Toolchain
+    flags: tuple[str, ...] = ()
+
+    @property
+    def strip(self) -> str:
+        cxx = self.toolchain.cxx
+        return cxx[: -len("g++")] + "strip" if cxx.endswith("-g++") else "strip"
+
+    def library(self, flags: tuple[str, ...] | list[str] = (), sources: dict[str, str] = STATICS,
+                name: str = "libunique") -> Path:
+        return build.build_shared(sources, name, ["-O1", *self.flags, *flags],
+                                  toolchain=self.toolchain)
+
+
+PLATFORMS = ("host", "aarch64", "32bit", "bigendian")
+
+
+def platform(name: str) -> Platform:
+    """The platform ``name`` (one of PLATFORMS), or a skip saying what is missing."""
+    found = _find_platform(name)
+    if isinstance(found, str):
+        pytest.skip(found)
+    return found
+
+
+@functools.cache
+def _find_platform(name: str) -> Platform | str:
+    if not build.compiler_available():
+        return "no C++ compiler (g++) installed"
+    if name == "host":
+        return Platform("host", build.host_toolchain())
+    if name == "aarch64":
+        toolchain = build.cross_toolchain("aarch64")
+        return Platform(name, toolchain) if toolchain else "aarch64-linux-gnu-g++ is not installed"
+    if name == "32bit":
+        multilib = Platform(name, build.host_toolchain(), ("-m32",))
+        if _builds(multilib):
+            return multilib
+        toolchain = build.cross_toolchain("i686")
+        return (Platform(name, toolchain) if toolchain else
+                "neither g++ -m32 (multilib) nor i686-linux-gnu-g++ is usable")
+    if name == "bigendian":
+        for machine in ("s390x", "powerpc64"):
+            toolchain = build.cross_toolchain(machine)
+            if toolchain is not None:
+                return Platform(name, toolchain)
+        return "no big-endian cross g++ (s390x-linux-gnu-g++, powerpc64-linux-gnu-g++)"
+    raise ValueError(name)
+
+
+def _builds(candidate: Platform) -> bool:
+    try:
+        candidate.library([], {"probe.cpp": "int probe() { return 1; }\n"}, "libprobe")
+    except build.BuildError:
+        return False
+    return True
+
+
+def require_tool(name: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        pytest.skip(f"{name} is not installed")
+    return path
+
+
+# -- files derived from a build -------------------------------------------------
+
+def remove_section_headers(source: Path, destination: Path) -> Path:
+    """A copy with e_shoff, e_shnum and e_shstrndx zeroed: only PT_DYNAMIC is left."""
+    data = bytearray(source.read_bytes())
+    is_64 = data[4] == 2
+    order = "little" if data[5] == 1 else "big"
+    shoff, shnum, shstrndx = (0x28, 0x3C, 0x3E) if is_64 else (0x20, 0x30, 0x32)
+    data[shoff : shoff + (8 if is_64 else 4)] = bytes(8 if is_64 else 4)
+    data[shnum : shnum + 2] = (0).to_bytes(2, order)
+    data[shstrndx : shstrndx + 2] = (0).to_bytes(2, order)
+    destination.write_bytes(bytes(data))
+    return destination
+
+
+def stripped_copy(source: Path, destination: Path, strip: str = "strip") -> Path:
+    require_tool(strip)
+    shutil.copy(source, destination)
+    subprocess.run([strip, "--strip-all", str(destination)], check=True, capture_output=True)
+    return destination
+
+
+def make_wheel(path: Path, members: dict[str, bytes], with_metadata: bool = True) -> Path:
+    """A wheel-shaped zip: ``members`` plus, unless told not to, dist-info WHEEL and RECORD."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+        if with_metadata:
+            archive.writestr("pkg-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\n")
+            record = "".join(f"{name},,\n" for name in members)
+            archive.writestr("pkg-1.0.dist-info/RECORD", record + "pkg-1.0.dist-info/RECORD,,\n")
+    return path
+
+
+# -- readelf as the oracle ---------------------------------------------------------
+
+_TABLE = re.compile(r"^Symbol table (?:'(\S+)'|for image) contains")
+_ROW = re.compile(r"^\s*(\d+):\s+([0-9a-f]+)\s+(\d+|0x[0-9a-f]+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)"
+                  r"\s*(\S*)")
+
+
+@dataclass(frozen=True)
+class ReadelfSymbol:
+    table: str
+    index: int
+    value: int
+    size: int
+    type: str
+    binding: str
+    visibility: str
+    ndx: str
+    name: str
+
+
+def readelf_symbols(path: Path | str, *, use_dynamic: bool = False) -> list[ReadelfSymbol]:
+    """Every symbol readelf lists; with ``use_dynamic`` found through PT_DYNAMIC (-D)."""
+    require_tool("readelf")
+    tables = ["-D"] if use_dynamic else ["--dyn-syms"]
+    text = subprocess.run(["readelf", "-W", "-s", *tables, str(path)], capture_output=True,
+                          text=True, check=True).stdout
+    rows, table = [], None
+    for line in text.splitlines():
+        header = _TABLE.match(line)
+        if header:
+            table = header.group(1) or ".dynsym"  # -D names no section: it is the dynamic table
+            continue
+        row = _ROW.match(line)
+        if row and table:
+            index, value, size, stype, bind, vis, ndx, name = row.groups()
+            rows.append(ReadelfSymbol(table, int(index), int(value, 16), int(size, 0), stype,
+                                      bind, vis, ndx, name.split("@")[0]))
+    return rows
+
+
+def readelf_unique(path: Path | str, *, use_dynamic: bool = False) -> list[tuple[str, int, str]]:
+    """(table, index, name) of the UNIQUE symbols, in readelf's order."""
+    return [(s.table, s.index, s.name) for s in readelf_symbols(path, use_dynamic=use_dynamic)
+            if s.binding == "UNIQUE"]
+
+
+def cxxfilt(names: list[str]) -> list[str]:
+    """c++filt's demangling, without its verbose expansions.
+
+    By default c++filt spells out the standard abbreviations (``std::string``
+    becomes ``std::basic_string<char, std::char_traits<char>, ...>``); ``-i``
+    keeps them, as ``nm -C``, ``readelf -C`` and ``__cxa_demangle`` do.
+    """
+    require_tool("c++filt")
+    result = subprocess.run(["c++filt", "-i"], input="\n".join(names) + "\n",
+                            capture_output=True, text=True, check=True)
+    return result.stdout.splitlines()
+
+
+# -- the command line, in-process ---------------------------------------------------
+
+@dataclass(frozen=True)
+class CliResult:
+    exit_code: int
+    stdout: str
+    stderr: str
+    exception: BaseException | None
+
+
+def invoke(*args: str) -> CliResult:
+    """``elfpatch ARGS`` through click's CliRunner, stdout and stderr apart."""
+    try:
+        runner = CliRunner(mix_stderr=False)  # type: ignore[call-arg]  # click < 8.2
+    except TypeError:
+        runner = CliRunner()
+    result = runner.invoke(main, list(args), catch_exceptions=True)
+    exception = result.exception
+    if isinstance(exception, SystemExit | click.exceptions.Exit):
+        exception = None
+    return CliResult(result.exit_code, result.stdout, result.stderr, exception)
