@@ -298,7 +298,9 @@ def test_parallel_builds_of_one_key_agree(cxx: build.Toolchain, private_cache: P
     script = ("import json, sys\nfrom elfpatch.fixtures import build\n"
               "print(build.build_shared(json.loads(sys.argv[1]), 'libanswer'))\n")
     command = [sys.executable, "-c", script, json.dumps(LIBRARY)]
+    # cwd outside the checkout, so the installed package is imported, not the source tree.
     processes = [subprocess.Popen(command, stdout=subprocess.PIPE, text=True,
+                                  cwd=private_cache.parent,
                                   env={**os.environ, "ELFPATCH_FIXTURE_CACHE": str(private_cache)})
                  for _ in range(3)]
     paths = {process.communicate(timeout=120)[0].strip() for process in processes}
