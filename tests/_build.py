@@ -26,7 +26,9 @@ from elfpatch.fixtures import build
 
 from elfpatch.cli import main
 
-STATICS = {
+# The smaller library the fix tests build (programs linked against it print
+# use_all()=17); STATICS below adds thread_local and inline variables to it.
+LIBRARY = {
     "statics.h": """
 #pragma once
 #include <string>
@@ -37,22 +39,31 @@ template <class T> struct Holder { static int member; static std::string text; }
 template <class T> int Holder<T>::member = 3;
 template <class T> std::string Holder<T>::text = "t";
 template <class T> int& per_thread() { static thread_local int value = 7; return value; }
-template <class T> struct PerThread { static thread_local T slot; };
-template <class T> thread_local T PerThread<T>::slot = T(5);
-inline std::string& thread_name() { static thread_local std::string name("th"); return name; }
 struct Config { static inline int level = 2; };
-inline int global_inline = 9;
-namespace ns { inline std::string named_inline = "x"; }
 """,
     "statics.cpp": """
 #include "statics.h"
 template struct Holder<long>;
-template struct PerThread<short>;
 extern "C" int use_all() {
     return inline_counter() + (int)inline_name().size() + template_local<int>()
         + Holder<int>::member + (int)Holder<int>::text.size() + per_thread<int>()
         + Config::level + Holder<long>::member;
 }
+""",
+}
+
+# The scan tests' library: LIBRARY plus thread_local template members, a
+# thread_local std::string and C++17 inline variables at namespace scope.
+STATICS = {
+    "statics.h": LIBRARY["statics.h"] + """\
+template <class T> struct PerThread { static thread_local T slot; };
+template <class T> thread_local T PerThread<T>::slot = T(5);
+inline std::string& thread_name() { static thread_local std::string name("th"); return name; }
+inline int global_inline = 9;
+namespace ns { inline std::string named_inline = "x"; }
+""",
+    "statics.cpp": LIBRARY["statics.cpp"] + """\
+template struct PerThread<short>;
 extern "C" int use_more() {
     return PerThread<int>::slot + (int)thread_name().size() + global_inline
         + (int)ns::named_inline.size();
@@ -83,31 +94,6 @@ EXPECTED = {
     "global_inline": ("inline_variable", "OBJECT"),
 }
 
-# The smaller library the fix tests build (programs linked against it print
-# use_all()=17); STATICS above adds thread_local and inline variables to it.
-LIBRARY = {
-    "statics.h": """
-#pragma once
-#include <string>
-inline int& inline_counter() { static int count = 0; return count; }
-inline std::string& inline_name() { static std::string name("n"); return name; }
-template <class T> T& template_local() { static T value{}; return value; }
-template <class T> struct Holder { static int member; static std::string text; };
-template <class T> int Holder<T>::member = 3;
-template <class T> std::string Holder<T>::text = "t";
-template <class T> int& per_thread() { static thread_local int value = 7; return value; }
-struct Config { static inline int level = 2; };
-""",
-    "statics.cpp": """
-#include "statics.h"
-template struct Holder<long>;
-extern "C" int use_all() {
-    return inline_counter() + (int)inline_name().size() + template_local<int>()
-        + Holder<int>::member + (int)Holder<int>::text.size() + per_thread<int>()
-        + Config::level + Holder<long>::member;
-}
-""",
-}
 
 # Pointer tables that need many relative relocations: runs of neighbouring
 # words (RELR bitmaps) and lone pointers far apart (RELR addresses).

@@ -114,7 +114,7 @@ def facts_of(elf: ElfFile, source: ElfSource, need_effects: bool) -> LibraryFact
         from elfpatch.analysis.init_order import analyse_object
         from elfpatch.analysis.risks import KIND_EXIT_DESTRUCTOR, SEVERITY_ERROR
 
-        report, _ = analyse_object(elf, source.path, source.member)
+        report, _ = analyse_object(elf, source.path, source.member, listing)
         for risk in report.risks:
             if risk.kind == KIND_EXIT_DESTRUCTOR:
                 destructors.append((risk.object, risk.message))

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from elfpatch.analysis.effects import EffectsAnalyzer
-from elfpatch.analysis.initializers import InitializerEntry, list_initializers
+from elfpatch.analysis.initializers import InitializerEntry, ObjectInits, list_initializers
 from elfpatch.analysis.risks import (
     AnalysedInitializer,
     ObjectInitialisation,
@@ -51,9 +51,11 @@ class InitsResult:
     errors: list[ElfpatchError]
 
 
-def analyse_object(elf: ElfFile, path: str,
-                   member: str | None = None) -> tuple[ObjectReport, list[AnalysedInitializer]]:
-    listing = list_initializers(elf, path, member)
+def analyse_object(elf: ElfFile, path: str, member: str | None = None,
+                   listing: ObjectInits | None = None,
+                   ) -> tuple[ObjectReport, list[AnalysedInitializer]]:
+    """``listing``: the object's initializers, when the caller has listed them already."""
+    listing = listing or list_initializers(elf, path, member)
     analyzer = EffectsAnalyzer(elf)
     analysed = [AnalysedInitializer(entry, analyzer.effects(entry.address))
                 for entry in listing.initializers

@@ -30,6 +30,14 @@ class GnuHashTable:
     def buckets_offset(self) -> int:
         return self.offset + 16 + self.bloom_size * self.word_size
 
+    def bloom_words(self, hashes: list[int]) -> list[int]:
+        """The Bloom filter this table's geometry gives for symbols of these hashes."""
+        bits, size, shift = self.word_size * 8, self.bloom_size, self.bloom_shift
+        words = [0] * size
+        for h in hashes:
+            words[(h // bits) % size] |= (1 << (h % bits)) | (1 << ((h >> shift) % bits))
+        return words
+
 
 @dataclass(frozen=True)
 class SysvHashTable:

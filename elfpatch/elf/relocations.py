@@ -124,6 +124,18 @@ def dynamic_relocation_tables(elf: ElfFile) -> list[RelocationTable]:
     return tables
 
 
+def static_relocation_tables(elf: ElfFile) -> list[RelocationTable]:
+    """Relocation sections whose symbols are in .symtab (kept by --emit-relocs)."""
+    symtab = elf.sections_of_type(C.SHT_SYMTAB)
+    if not symtab:
+        return []
+    return [RelocationTable(elf, s.name, s.offset,
+                            s.size // (elf.word_size * (3 if s.type == C.SHT_RELA else 2)),
+                            s.type == C.SHT_RELA)
+            for s in elf.sections
+            if s.type in (C.SHT_RELA, C.SHT_REL) and s.link == symtab[0].index]
+
+
 def _section_name_at(elf: ElfFile, offset: int) -> str | None:
     return next((s.name for s in elf.sections
                  if s.offset == offset and s.type in (C.SHT_RELA, C.SHT_REL)), None)

@@ -175,3 +175,12 @@ def _dynsym_from_dynamic(elf: ElfFile) -> SymbolTable | None:
 def symbol_tables(elf: ElfFile) -> list[SymbolTable]:
     """.dynsym then .symtab, whichever exist."""
     return [t for t in (read_dynsym(elf), read_symtab(elf)) if t is not None]
+
+
+def versym_offset(elf: ElfFile) -> int | None:
+    """File offset of .gnu.version (one 16-bit entry per .dynsym symbol), if any."""
+    addr = elf.dynamic_value(C.DT_VERSYM)
+    if addr is not None:
+        return elf.vaddr_to_offset(addr, "DT_VERSYM")
+    sections = elf.sections_of_type(C.SHT_GNU_VERSYM)
+    return sections[0].offset if sections else None

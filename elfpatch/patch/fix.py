@@ -14,6 +14,7 @@ from pathlib import Path
 
 from elfpatch.analysis.crosslib import LibrarySymbols, SharedUse, dynamic_symbols, shared_uses
 from elfpatch.analysis.unique import unique_symbols
+from elfpatch.elf import constants as C
 from elfpatch.elf.file import ElfFile
 from elfpatch.elf.symbols import symbol_tables
 from elfpatch.errors import ElfpatchError, InputError, UnsupportedElfError
@@ -55,7 +56,7 @@ def _read_library(source: ElfSource, with_symbols: bool) -> _Library:
         raise InputError(source.label, "a wheel is repaired as a whole",
                          hint="elfpatch fix WHEEL -w OUTDIR")
     with ElfFile.open(source.path) as elf:
-        if elf.header.type not in (3, 2):  # ET_DYN, ET_EXEC
+        if elf.header.type not in (C.ET_DYN, C.ET_EXEC):
             raise UnsupportedElfError(source.path, f"cannot fix an ELF of type "
                                       f"{elf.header.type_name}; only executables and shared "
                                       "libraries", hint="rebuild objects with -fno-gnu-unique")

@@ -19,7 +19,7 @@ from functools import partial
 
 from elfpatch.elf import constants as C
 from elfpatch.elf.columns import column, pack_column
-from elfpatch.elf.file import ElfFile
+from elfpatch.elf.file import ElfFile, Section
 from elfpatch.elf.hashes import GnuHashTable, SysvHashTable, gnu_hash
 from elfpatch.elf.relocations import RelocationTable
 from elfpatch.elf.symbols import SymbolTable
@@ -104,12 +104,11 @@ def reordered_table(table: SymbolTable, patched: bytes, reordering: Reordering) 
     return b"".join(pieces)
 
 
-def sh_info_edit(elf: ElfFile, table: SymbolTable, value: int) -> list[Edit]:
-    if table.section is None:
-        return []  # no section headers: nothing records the first global
+def sh_info_edit(elf: ElfFile, section: Section, value: int, what: str) -> Edit:
+    """A new sh_info for ``section``, written into its section header."""
     field = 44 if elf.header.elf_class == 64 else 28
     data = value.to_bytes(4, "little" if elf.header.little_endian else "big")
-    return [Edit(table.section.header_offset + field, data, f"{table.kind} sh_info")]
+    return Edit(section.header_offset + field, data, what)
 
 
 def relocation_edits(elf: ElfFile, tables: list[RelocationTable],
@@ -186,7 +185,8 @@ def gnu_hash_edits(elf: ElfFile, table: GnuHashTable, reordering: Reordering,
                              table.nbuckets, partial(name_of, old)) for old in kept]
     header = table.offset + 4
     return [
-        Edit(table.offset + 16, _bloom_filter(table, hashes, little), ".gnu.hash Bloom filter"),
+        Edit(table.offset + 16, _packed_words(table, table.bloom_words(hashes), little),
+             ".gnu.hash Bloom filter"),
         Edit(header, new_symoffset.to_bytes(4, "little" if little else "big"),
              ".gnu.hash symoffset"),
         Edit(table.buckets_offset, pack_column(new_buckets, little), ".gnu.hash buckets"),
@@ -207,13 +207,8 @@ def _full_gnu_hash(chain_value: int, bucket: int, nbuckets: int,
     return even if even % nbuckets == bucket else even | 1
 
 
-def _bloom_filter(table: GnuHashTable, hashes: list[int], little: bool) -> bytes:
-    bits = table.word_size * 8
-    words = [0] * table.bloom_size
-    for h in hashes:
-        words[(h // bits) % table.bloom_size] |= (1 << (h % bits)) | \
-            (1 << ((h >> table.bloom_shift) % bits))
-    return pack_column(array("I" if bits == 32 else "Q", words), little)
+def _packed_words(table: GnuHashTable, words: list[int], little: bool) -> bytes:
+    return pack_column(array("I" if table.word_size == 4 else "Q", words), little)
 
 
 def _gnu_bucket_of_each_symbol(elf: ElfFile, table: GnuHashTable, chains: array,

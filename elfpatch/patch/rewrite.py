@@ -8,13 +8,19 @@ symbols concerned.  LOCAL also moves the symbols in front of the globals
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Literal
 
 from elfpatch.elf import constants as C
 from elfpatch.elf.file import ElfFile
 from elfpatch.elf.hashes import read_gnu_hash, read_sysv_hash
-from elfpatch.elf.relocations import RelocationTable, dynamic_relocation_tables
-from elfpatch.elf.symbols import DYNSYM, SYMTAB, SymbolTable, read_dynsym, read_symtab
+from elfpatch.elf.relocations import dynamic_relocation_tables, static_relocation_tables
+from elfpatch.elf.symbols import (
+    DYNSYM,
+    SYMTAB,
+    SymbolTable,
+    read_dynsym,
+    read_symtab,
+    versym_offset,
+)
 from elfpatch.errors import UnsupportedElfError
 from elfpatch.patch import reorder
 from elfpatch.patch.plan import TARGET_GLOBAL, TARGET_LOCAL, TARGET_WEAK_HIDDEN, LibraryPlan
@@ -73,7 +79,9 @@ def _table_edits(elf: ElfFile, table: SymbolTable, by_index: dict[int, str]) -> 
         raise elf.corrupt(f"{table.kind} symbol {moved[0]} is UNIQUE but inside the local range")
     edits = [Edit(table.offset, reorder.reordered_table(table, bytes(patched), reordering),
                   f"{table.kind} entries")]
-    edits += reorder.sh_info_edit(elf, table, reordering.new_first_global)
+    if table.section is not None:  # without section headers nothing records the first global
+        edits.append(reorder.sh_info_edit(elf, table.section, reordering.new_first_global,
+                                          f"{table.kind} sh_info"))
     if table.kind == DYNSYM:
         edits += _dynamic_index_edits(elf, table, reordering)
     else:
@@ -91,7 +99,7 @@ def _changed_entries(table: SymbolTable, patched: bytearray,
 
 def _dynamic_index_edits(elf: ElfFile, table: SymbolTable, reordering: Reordering) -> list[Edit]:
     edits = reorder.relocation_edits(elf, dynamic_relocation_tables(elf), reordering)
-    versym = _versym_offset(elf)
+    versym = versym_offset(elf)
     if versym is not None:
         edits.append(reorder.versym_edit(elf, versym, reordering))
     gnu = read_gnu_hash(elf)
@@ -103,36 +111,16 @@ def _dynamic_index_edits(elf: ElfFile, table: SymbolTable, reordering: Reorderin
     return edits
 
 
-def _versym_offset(elf: ElfFile) -> int | None:
-    addr = elf.dynamic_value(C.DT_VERSYM)
-    if addr is not None:
-        return elf.vaddr_to_offset(addr, "DT_VERSYM")
-    sections = elf.sections_of_type(C.SHT_GNU_VERSYM)
-    return sections[0].offset if sections else None
-
-
 def _static_index_edits(elf: ElfFile, table: SymbolTable, reordering: Reordering) -> list[Edit]:
     """.symtab's index users: relocation sections linked to it, SHT_SYMTAB_SHNDX, groups."""
     assert table.section is not None
     symtab_index = table.section.index
-    relocation_tables = [
-        RelocationTable(elf, s.name, s.offset, s.size // _relocation_entsize(elf, s.type),
-                        s.type == C.SHT_RELA)
-        for s in elf.sections
-        if s.type in (C.SHT_RELA, C.SHT_REL) and s.link == symtab_index
-    ]
-    edits = reorder.relocation_edits(elf, relocation_tables, reordering)
+    edits = reorder.relocation_edits(elf, static_relocation_tables(elf), reordering)
     for section in elf.sections:
         if section.type == C.SHT_SYMTAB_SHNDX and section.link == symtab_index:
             edits.append(reorder.symtab_shndx_edit(elf, section.offset, reordering))
-        if section.type == 17 and section.link == symtab_index:  # SHT_GROUP: sh_info is a symbol
-            field = 44 if elf.header.elf_class == 64 else 28
-            value = reordering.new_index(section.info)
-            order: Literal["little", "big"] = "little" if elf.header.little_endian else "big"
-            edits.append(Edit(section.header_offset + field, value.to_bytes(4, order),
-                              f"{section.name} signature symbol"))
+        if section.type == C.SHT_GROUP and section.link == symtab_index:
+            # A group's sh_info is the index of its signature symbol.
+            edits.append(reorder.sh_info_edit(elf, section, reordering.new_index(section.info),
+                                              f"{section.name} signature symbol"))
     return edits
-
-
-def _relocation_entsize(elf: ElfFile, section_type: int) -> int:
-    return elf.word_size * (3 if section_type == C.SHT_RELA else 2)

@@ -33,8 +33,19 @@ from elfpatch.elf.hashes import (
     read_gnu_hash,
     read_sysv_hash,
 )
-from elfpatch.elf.relocations import RelocationTable, dynamic_relocation_tables
-from elfpatch.elf.symbols import DYNSYM, SYMTAB, SymbolTable, read_dynsym, read_symtab
+from elfpatch.elf.relocations import (
+    RelocationTable,
+    dynamic_relocation_tables,
+    static_relocation_tables,
+)
+from elfpatch.elf.symbols import (
+    DYNSYM,
+    SYMTAB,
+    SymbolTable,
+    read_dynsym,
+    read_symtab,
+    versym_offset,
+)
 from elfpatch.errors import ElfpatchError
 from elfpatch.patch.plan import TARGET_GLOBAL, TARGET_LOCAL, TARGET_WEAK_HIDDEN, LibraryPlan
 
@@ -145,7 +156,7 @@ def _verify(original: ElfFile, patched: ElfFile, plan: LibraryPlan) -> None:
         if kind == DYNSYM:
             _verify_dynamic_tables(original, patched, old, new, layout)
         elif layout.moved:
-            _verify_relocations(original, patched, layout, _static_relocation_tables)
+            _verify_relocations(original, patched, layout, static_relocation_tables)
 
 
 def _layout(original: ElfFile, old: SymbolTable, new: SymbolTable,
@@ -221,7 +232,7 @@ def _verify_dynamic_tables(original: ElfFile, patched: ElfFile, old: SymbolTable
 def _index_tables(elf: ElfFile, count: int) -> list[tuple[int, int, str]]:
     """(offset, size, name) of the relocation, version and hash tables of .dynsym."""
     found = [(t.offset, t.count * t.entsize, t.name) for t in dynamic_relocation_tables(elf)]
-    versym = _versym_offset(elf)
+    versym = versym_offset(elf)
     if versym is not None:
         found.append((versym, 2 * count, ".gnu.version"))
     gnu = read_gnu_hash(elf)
@@ -232,18 +243,6 @@ def _index_tables(elf: ElfFile, count: int) -> list[tuple[int, int, str]]:
     if sysv is not None:
         found.append((sysv.offset, (2 + sysv.nbucket + sysv.nchain) * sysv.entry_size, ".hash"))
     return found
-
-
-def _static_relocation_tables(elf: ElfFile) -> list[RelocationTable]:
-    """Relocation sections whose symbols are in .symtab (kept by --emit-relocs)."""
-    symtab = elf.sections_of_type(C.SHT_SYMTAB)
-    if not symtab:
-        return []
-    return [RelocationTable(elf, s.name, s.offset,
-                            s.size // (elf.word_size * (3 if s.type == C.SHT_RELA else 2)),
-                            s.type == C.SHT_RELA)
-            for s in elf.sections
-            if s.type in (C.SHT_RELA, C.SHT_REL) and s.link == symtab[0].index]
 
 
 def _verify_relocations(original: ElfFile, patched: ElfFile, layout: _Layout,
@@ -278,17 +277,9 @@ def _renumbered(old: array, new: array, shift: int, layout: _Layout,
     return True
 
 
-def _versym_offset(elf: ElfFile) -> int | None:
-    addr = elf.dynamic_value(C.DT_VERSYM)
-    if addr is not None:
-        return elf.vaddr_to_offset(addr, "DT_VERSYM")
-    sections = elf.sections_of_type(C.SHT_GNU_VERSYM)
-    return sections[0].offset if sections else None
-
-
 def _verify_versions(original: ElfFile, patched: ElfFile, layout: _Layout) -> None:
     """.gnu.version follows its symbols; a symbol made LOCAL has VER_NDX_LOCAL."""
-    offset = _versym_offset(original)
+    offset = versym_offset(original)
     if offset is None:
         return
     little = original.header.little_endian
@@ -352,7 +343,7 @@ def _verify_gnu_hash(original: ElfFile, patched: ElfFile, old_table: SymbolTable
     stored = column(patched.bytes_at(new.offset + 16, new.bloom_size * new.word_size,
                                      ".gnu.hash Bloom filter"),
                     new.word_size, 0, new.word_size, patched.header.little_endian)
-    if list(stored) != _bloom_words(new, kept_hashes):
+    if list(stored) != new.bloom_words(kept_hashes):
         raise _fail(original, ".gnu.hash Bloom filter does not match its symbols")
 
 
@@ -380,14 +371,6 @@ def _gnu_hashes(elf: ElfFile, table: GnuHashTable, symbols: SymbolTable, count: 
     nbuckets = table.nbuckets
     evens = [value & ~1 for value in _gnu_chains(elf, table, count)]
     return [h | (h % nbuckets != bucket) for h, bucket in zip(evens, bucket_of, strict=True)]
-
-
-def _bloom_words(table: GnuHashTable, hashes: list[int]) -> list[int]:
-    bits, size, shift = table.word_size * 8, table.bloom_size, table.bloom_shift
-    words = [0] * size
-    for h in hashes:
-        words[(h // bits) % size] |= (1 << (h % bits)) | (1 << ((h >> shift) % bits))
-    return words
 
 
 def _verify_sysv_hash(original: ElfFile, patched: ElfFile, layout: _Layout) -> None:
