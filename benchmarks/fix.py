@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import Command, CommandFailed, Measurements, run_once, table
+from common import Command, CommandFailed, Measurements, compile_bytecode, run_once, table
 
 LIEF_FIX = """
 import sys
@@ -112,6 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--python", default=sys.executable,
                         help="the interpreter with elfpatch and LIEF installed")
     options = parser.parse_args(argv)
+    compile_bytecode(options.python)
     library = str(Path(options.library).resolve())
     lief_runs = options.runs if options.lief_runs is None else options.lief_runs
     size = Path(library).stat().st_size

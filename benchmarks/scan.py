@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import Command, CommandFailed, alternate, table
+from common import Command, CommandFailed, alternate, compile_bytecode, table
 
 PYELFTOOLS_LOOP = """
 import sys
@@ -80,6 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--python", default=sys.executable,
                         help="the interpreter with elfpatch, pyelftools and LIEF installed")
     options = parser.parse_args(argv)
+    compile_bytecode(options.python)
     status = 0
     for library in options.libraries:
         size = Path(library).stat().st_size

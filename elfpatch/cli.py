@@ -52,9 +52,10 @@ class ElfpatchGroup(click.Group):
 @click.pass_context
 def main(ctx: click.Context, traceback: bool) -> None:
     """Find and fix STB_GNU_UNIQUE symbols and static-initializer hazards in ELF files."""
-    from elfpatch import runner
+    if traceback:  # imported only then: the runner pulls in the analyses, slow to load
+        from elfpatch import runner
 
-    runner.RAISE_UNEXPECTED = traceback
+        runner.RAISE_UNEXPECTED = True
     ctx.obj = {"traceback": traceback}
 
 

@@ -9,7 +9,6 @@ demangle, the mangled name is returned unchanged: demangling never fails.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 from functools import cache
 from typing import Any
 
@@ -18,13 +17,12 @@ _RUNTIMES = ("libstdc++.so.6", "libc++abi.so.1", "libc++.so.1")
 
 @cache
 def _cxa_demangle() -> tuple[Any, Any] | None:
-    libc_name = ctypes.util.find_library("c")
     for runtime in _RUNTIMES:
         try:
             library = ctypes.CDLL(runtime)
-            libc = ctypes.CDLL(libc_name)
         except OSError:
             continue
+        libc = ctypes.CDLL(None)  # the process's own symbols: free() is the C library's
         demangle = library.__cxa_demangle
         demangle.restype = ctypes.c_void_p
         demangle.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p,

@@ -248,8 +248,8 @@ def test_dynamic_relocations(subject: tuple[ElfFile, ELFFile, Any]) -> None:
     assert sorted(mine) == lief_set
     for table in dynamic_relocation_tables(ours):
         shift = 32 if word == 64 else 8
-        assert table.symbol_indices == [info >> shift for info in table.infos]
-        assert table.types == [info & ((1 << shift) - 1) for info in table.infos]
+        assert list(table.symbol_indices) == [info >> shift for info in table.infos]
+        assert list(table.types) == [info & ((1 << shift) - 1) for info in table.infos]
 
 
 def readelf_relr(path: Path) -> list[int]:

@@ -34,8 +34,12 @@ class GnuHashTable:
         """The Bloom filter this table's geometry gives for symbols of these hashes."""
         bits, size, shift = self.word_size * 8, self.bloom_size, self.bloom_shift
         words = [0] * size
-        for h in hashes:
-            words[(h // bits) % size] |= (1 << (h % bits)) | (1 << ((h >> shift) % bits))
+        if size == 0:
+            return words
+        indices = [(h // bits) % size for h in hashes]
+        masks = [(1 << (h % bits)) | (1 << ((h >> shift) % bits)) for h in hashes]
+        for index, mask in zip(indices, masks, strict=True):
+            words[index] |= mask
         return words
 
 

@@ -61,14 +61,27 @@ class RelocationTable:
         return 32 if self.elf.word_size == 8 else 8
 
     @cached_property
-    def symbol_indices(self) -> list[int]:
-        shift = self.symbol_shift
-        return [info >> shift for info in self.infos]
+    def symbol_indices(self) -> array:
+        """The symbol index in each r_info (its upper 32 bits in ELF64, upper 24 in ELF32)."""
+        if self.elf.word_size == 8:
+            return self._half_of_info(upper=True)
+        return array("I", [info >> 8 for info in self.infos])
 
     @cached_property
-    def types(self) -> list[int]:
-        mask = (1 << self.symbol_shift) - 1
-        return [info & mask for info in self.infos]
+    def types(self) -> array:
+        """The relocation type in each r_info (its lower 32 bits in ELF64, lowest 8 in ELF32)."""
+        if self.elf.word_size == 8:
+            return self._half_of_info(upper=False)
+        return array("I", [info & 0xFF for info in self.infos])
+
+    def info_half_offset(self, upper: bool) -> int:
+        """Offset in an ELF64 entry of r_info's upper or lower 32-bit half."""
+        little = self.elf.header.little_endian
+        return 8 + (4 if upper == little else 0)
+
+    def _half_of_info(self, upper: bool) -> array:
+        return column(self.raw, self.entsize, self.info_half_offset(upper), 4,
+                      self.elf.header.little_endian)
 
 
 def _dynamic_ranges(elf: ElfFile) -> list[tuple[int, int, bool, str]]:

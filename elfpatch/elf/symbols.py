@@ -29,6 +29,9 @@ _LAYOUT: dict[int, dict[str, tuple[int, int]]] = {
          "size": (16, 8)},
 }
 _ENTSIZE = {32: 16, 64: 24}
+# One whole entry, for reading a single row: (format, order of its fields)
+_ENTRY = {32: ("IIIBBH", ("name", "value", "size", "info", "other", "shndx")),
+          64: ("IBBHQQ", ("name", "info", "other", "shndx", "value", "size"))}
 
 # Any st_info byte whose upper nibble is STB_GNU_UNIQUE (10).
 _UNIQUE_INFO = re.compile(rb"[\xa0-\xaf]")
@@ -120,14 +123,17 @@ class SymbolTable:
         return self.offset + index * self.entsize
 
     def row(self, index: int) -> Symbol:
-        base = self.entry_offset(index)
-        layout, elf = self._layout, self.elf
-        fmt = "I" if elf.header.elf_class == 32 else "Q"
-        (value,) = elf.unpack(fmt, base + layout["value"][0], self.kind)
-        (size,) = elf.unpack(fmt, base + layout["size"][0], self.kind)
-        info, other = self.infos[index], self.others[index]
-        return Symbol(index, self.name(index), value, size, info >> 4, info & 0xF, other & 0x3,
-                      self.shndxs[index])
+        """One entry, read on its own: no column is built for the few a report shows."""
+        if not 0 <= index < self.count:
+            raise IndexError(f"{self.kind} has no symbol {index}")
+        fmt, names = _ENTRY[self.elf.header.elf_class]
+        fields = dict(zip(names, self.elf.unpack(fmt, self.entry_offset(index), self.kind),
+                          strict=True))
+        name = self.elf.cstring(self.strtab_offset, self.strtab_size, fields["name"],
+                                f"{self.kind} symbol {index} name")
+        info = fields["info"]
+        return Symbol(index, name, fields["value"], fields["size"], info >> 4, info & 0xF,
+                      fields["other"] & 0x3, fields["shndx"])
 
 
 def read_symtab(elf: ElfFile) -> SymbolTable | None:

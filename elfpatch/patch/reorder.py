@@ -11,11 +11,11 @@ size and place; only bytes inside them change.
 
 from __future__ import annotations
 
+import sys
 from array import array
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import partial
 
 from elfpatch.elf import constants as C
 from elfpatch.elf.columns import column, pack_column
@@ -30,7 +30,7 @@ class Edit:
     """Bytes to write at a file offset, and what they are (for reports and tests)."""
 
     offset: int
-    data: bytes
+    data: bytes | bytearray
     what: str
 
 
@@ -90,17 +90,19 @@ def first_global_index(table: SymbolTable) -> int:
     return min(index, table.count)
 
 
-def reordered_table(table: SymbolTable, patched: bytes, reordering: Reordering) -> bytes:
+def reordered_table(table: SymbolTable, patched: bytes | bytearray,
+                    reordering: Reordering) -> bytes:
     """The table's entries (already carrying their new st_info) in the new order."""
     size = table.entsize
     first, moved = reordering.first_global, reordering.moved
-    pieces = [patched[: first * size]]
-    pieces.extend(patched[i * size : (i + 1) * size] for i in moved)
+    view = memoryview(patched)  # slices of a view copy nothing; join copies once
+    pieces = [view[: first * size]]
+    pieces.extend(view[i * size : (i + 1) * size] for i in moved)
     previous = first
     for i in moved:
-        pieces.append(patched[previous * size : i * size])
+        pieces.append(view[previous * size : i * size])
         previous = i + 1
-    pieces.append(patched[previous * size : table.count * size])
+    pieces.append(view[previous * size : table.count * size])
     return b"".join(pieces)
 
 
@@ -117,35 +119,50 @@ def relocation_edits(elf: ElfFile, tables: list[RelocationTable],
     if not reordering.moved:
         return []
     mapping = reordering.mapping()
-    lowest = reordering.first_global
     edits = []
     for table in tables:
-        shift = table.symbol_shift
-        low_mask = (1 << shift) - 1
-        infos = table.infos
-        new_infos = array(infos.typecode, infos)
-        changed = False
-        for i, info in enumerate(infos):
-            symbol = info >> shift
-            if symbol >= lowest:
-                if symbol >= reordering.count:
-                    raise elf.corrupt(f"{table.name} entry {i} refers to symbol {symbol}, past "
-                                      f"the end of .dynsym ({reordering.count} entries)")
-                new_infos[i] = (mapping[symbol] << shift) | (info & low_mask)
-                changed = True
-        if changed:
-            edits.append(_interleave_info(elf, table, new_infos))
+        symbols = table.symbol_indices
+        renumbered = _renumbered_symbols(elf, table, mapping, reordering)
+        if renumbered != symbols:
+            edits.append(Edit(table.offset, _with_symbols(elf, table, renumbered),
+                              f"{table.name} symbol indices"))
     return edits
 
 
-def _interleave_info(elf: ElfFile, table: RelocationTable, new_infos: array) -> Edit:
-    word = elf.word_size
+def _renumbered_symbols(elf: ElfFile, table: RelocationTable, mapping: array,
+                        reordering: Reordering, block: int = 4096) -> array:
+    """The table's symbol indices mapped to their new values.
+
+    Relative relocations (symbol 0) make up most of a large library's table
+    and sit together, so most blocks hold no moved symbol and are copied in C.
+    """
+    symbols, lowest = table.symbol_indices, reordering.first_global
+    renumbered = array("I")
+    for start in range(0, len(symbols), block):
+        part = symbols[start : start + block]
+        highest = max(part)
+        if highest >= reordering.count:
+            entry = start + part.index(highest)
+            raise elf.corrupt(f"{table.name} entry {entry} refers to symbol {highest}, past "
+                              f"the end of .dynsym ({reordering.count} entries)")
+        renumbered.extend(part if highest < lowest else [mapping[s] for s in part])
+    return renumbered
+
+
+def _with_symbols(elf: ElfFile, table: RelocationTable, symbols: array) -> bytearray:
+    """The table's bytes with each r_info carrying the given symbol index."""
+    little = elf.header.little_endian
+    if elf.word_size == 8:  # the index is a 32-bit half of r_info: write just that half
+        field, packed = table.info_half_offset(upper=True), pack_column(symbols, little)
+    else:
+        field = 4
+        infos = array("I", [(symbol << 8) | (info & 0xFF)
+                            for symbol, info in zip(symbols, table.infos, strict=True)])
+        packed = pack_column(infos, little)
     data = bytearray(table.raw)
-    packed = pack_column(new_infos, elf.header.little_endian)
-    step = table.entsize
-    for slot in range(word):
-        data[word + slot :: step] = packed[slot::word]
-    return Edit(table.offset, bytes(data), f"{table.name} symbol indices")
+    for byte in range(4):
+        data[field + byte :: table.entsize] = packed[byte::4]
+    return data
 
 
 def versym_edit(elf: ElfFile, offset: int, reordering: Reordering) -> Edit:
@@ -160,72 +177,165 @@ def versym_edit(elf: ElfFile, offset: int, reordering: Reordering) -> Edit:
 
 def gnu_hash_edits(elf: ElfFile, table: GnuHashTable, reordering: Reordering,
                    name_of: Callable[[int], bytes]) -> list[Edit]:
-    """Drop the moved symbols from the hashed tail: symoffset, buckets, end bits, Bloom filter.
+    """Drop the moved symbols from the hashed tail: symoffset, buckets, chains, Bloom filter.
 
-    A Bloom filter keeping their bits would still be correct (a superset),
-    but eu-elflint demands the exact one, so it is rebuilt.
+    Only what their removal changes is recomputed: the chains lose their
+    entries (a neighbour inherits an end bit), a bucket that started with
+    one starts with the next, and the Bloom filter words they set are
+    rebuilt from the symbols left (a filter keeping their bits would still
+    be correct, a superset, but eu-elflint demands the exact one).
     """
+    symoffset = table.symoffset
+    removed = [i - symoffset for i in reordering.moved if i >= symoffset]
+    if not removed:  # only unhashed symbols moved: the hashed ones keep their indices
+        return []
     little = elf.header.little_endian
-    count, symoffset = reordering.count, table.symoffset
+    count = reordering.count
     chains = column(elf.bytes_at(table.chains_offset, 4 * (count - symoffset), ".gnu.hash chains"),
                     4, 0, 4, little)
-    bucket_of = _gnu_bucket_of_each_symbol(elf, table, chains, count)
-    moved = set(reordering.moved)
-    kept = [i for i in range(symoffset, count) if i not in moved]
-    new_symoffset = count - len(kept)
-    new_chains = array("I", [0] * (count - symoffset))
-    new_buckets = array("I", [0] * table.nbuckets)
-    for position, old in enumerate(kept):
-        bucket = bucket_of[old - symoffset]
-        is_last = position + 1 == len(kept) or bucket_of[kept[position + 1] - symoffset] != bucket
-        new_chains[position] = (chains[old - symoffset] & ~1) | int(is_last)
-        if new_buckets[bucket] == 0:
-            new_buckets[bucket] = new_symoffset + position
-    hashes = [_full_gnu_hash(chains[old - symoffset], bucket_of[old - symoffset],
-                             table.nbuckets, partial(name_of, old)) for old in kept]
-    header = table.offset + 4
+    runs = _GnuRuns.read(elf, table, chains)
+    gone = set(removed)
+    new_symoffset = symoffset + len(removed)
+    new_chains = _chains_without(chains, removed, gone, runs)
+    new_chains.extend([0] * len(removed))  # the table keeps its size; its tail is unused now
+    mapping = reordering.mapping()
+    new_buckets = array("I", [mapping[start] if start else 0 for start in table.buckets])
+    for position in removed:
+        if runs.start_of(position) == position:  # a bucket started with it
+            successor = runs.next_kept(position, gone)
+            new_buckets[runs.bucket_at(position)] = \
+                0 if successor is None else mapping[symoffset + successor]
+    bloom = _bloom_without(elf, table, chains, runs, removed, gone, name_of)
     return [
-        Edit(table.offset + 16, _packed_words(table, table.bloom_words(hashes), little),
-             ".gnu.hash Bloom filter"),
-        Edit(header, new_symoffset.to_bytes(4, "little" if little else "big"),
+        Edit(table.offset + 4, new_symoffset.to_bytes(4, "little" if little else "big"),
              ".gnu.hash symoffset"),
+        Edit(table.offset + 16, _packed_words(table, bloom, little), ".gnu.hash Bloom filter"),
         Edit(table.buckets_offset, pack_column(new_buckets, little), ".gnu.hash buckets"),
         Edit(table.chains_offset, pack_column(new_chains, little), ".gnu.hash chains"),
     ]
 
 
-def _full_gnu_hash(chain_value: int, bucket: int, nbuckets: int,
-                   name: Callable[[], bytes]) -> int:
+@dataclass(frozen=True)
+class _GnuRuns:
+    """The hashed symbols cut into their buckets' runs (positions counted from symoffset).
+
+    A bucket's symbols run from the position it holds to the first chain
+    entry with the end bit set; runs follow one another without gaps.
+    """
+
+    starts: list[int]  # sorted
+    buckets: list[int]  # the bucket of each run
+    length: int  # number of hashed symbols
+
+    @classmethod
+    def read(cls, elf: ElfFile, table: GnuHashTable, chains: array) -> _GnuRuns:
+        symoffset, length = table.symoffset, len(chains)
+        buckets = [bucket for bucket, start in enumerate(table.buckets) if start]
+        buckets.sort(key=table.buckets.__getitem__)  # linear: linkers lay buckets out in order
+        starts = [table.buckets[bucket] - symoffset for bucket in buckets]
+        if length and (not starts or starts[0] != 0 or starts[-1] >= length):
+            raise elf.corrupt(f".gnu.hash buckets do not cover the hashed symbols "
+                              f"{symoffset}..{symoffset + length - 1}")
+        if not _ends_exactly_before(chains, [*starts[1:], length]):
+            raise elf.corrupt(".gnu.hash chains do not end where the next bucket starts")
+        return cls(starts, buckets, length)
+
+    def _run(self, position: int) -> int:
+        return bisect_right(self.starts, position) - 1
+
+    def start_of(self, position: int) -> int:
+        return self.starts[self._run(position)]
+
+    def end_of(self, position: int) -> int:
+        run = self._run(position)
+        return self.starts[run + 1] - 1 if run + 1 < len(self.starts) else self.length - 1
+
+    def bucket_at(self, position: int) -> int:
+        return self.buckets[self._run(position)]
+
+    def previous_kept(self, position: int, gone: set[int]) -> int | None:
+        """The nearest symbol before ``position`` in its bucket that stays hashed."""
+        start, candidate = self.start_of(position), position - 1
+        while candidate >= start and candidate in gone:
+            candidate -= 1
+        return candidate if candidate >= start else None
+
+    def next_kept(self, position: int, gone: set[int]) -> int | None:
+        end, candidate = self.end_of(position), position + 1
+        while candidate <= end and candidate in gone:
+            candidate += 1
+        return candidate if candidate <= end else None
+
+
+def _ends_exactly_before(chains: array, stops: list[int]) -> bool:
+    """Whether the chain entries with the end bit set are exactly those before ``stops``.
+
+    The end bit is the lowest bit of each entry's least significant byte;
+    counting those bytes that are odd, and checking each expected one, is
+    done without a Python step per symbol.
+    """
+    low_bytes = chains.tobytes()[0 if sys.byteorder == "little" else 3 :: 4]
+    odd = low_bytes.translate(_ODD_BYTE)
+    return odd.count(1) == len(stops) and all(odd[stop - 1] for stop in stops)
+
+
+_ODD_BYTE = bytes(value & 1 for value in range(256))
+
+
+def _chains_without(chains: array, removed: list[int], gone: set[int],
+                    runs: _GnuRuns) -> array:
+    """The chain entries of the symbols that stay, with their buckets' end bits in place."""
+    kept = array("I")
+    previous = 0
+    for position in removed:
+        kept.extend(chains[previous:position])
+        previous = position + 1
+    kept.extend(chains[previous:])
+    for position in removed:
+        if chains[position] & 1:  # it ended its bucket: the last one left ends it now
+            heir = runs.previous_kept(position, gone)
+            if heir is not None:
+                kept[heir - bisect_left(removed, heir)] |= 1
+    return kept
+
+
+def _bloom_without(elf: ElfFile, table: GnuHashTable, chains: array, runs: _GnuRuns,
+                   removed: list[int], gone: set[int],
+                   name_of: Callable[[int], bytes]) -> list[int]:
+    """The Bloom filter with the words the removed symbols set rebuilt from those left.
+
+    A symbol's word is its hash divided by the word's bit count, which the
+    chain entry gives whatever its lowest bit; the bits need the whole hash.
+    """
+    stored = column(elf.bytes_at(table.offset + 16, table.bloom_size * table.word_size,
+                                 ".gnu.hash Bloom filter"),
+                    table.word_size, 0, table.word_size, elf.header.little_endian)
+    bits, size = 8 * table.word_size, table.bloom_size
+    if size == 0:
+        return []
+    touched = {(chains[position] // bits) % size for position in removed}
+    neighbours = [position for position, value in enumerate(chains)
+                  if (value // bits) % size in touched and position not in gone]
+    hashes = [_full_gnu_hash(table, chains, runs, position, name_of) for position in neighbours]
+    rebuilt = table.bloom_words(hashes)
+    return [rebuilt[word] if word in touched else value for word, value in enumerate(stored)]
+
+
+def _full_gnu_hash(table: GnuHashTable, chains: array, runs: _GnuRuns, position: int,
+                   name_of: Callable[[int], bytes]) -> int:
     """The symbol's hash: the chain keeps all but bit 0, which the bucket decides.
 
     h and h + 1 fall in different buckets whenever there are two or more,
     so the name needs hashing only for a single-bucket table.
     """
-    if nbuckets < 2:
-        return gnu_hash(name())
-    even = chain_value & ~1
-    return even if even % nbuckets == bucket else even | 1
+    if table.nbuckets < 2:
+        return gnu_hash(name_of(table.symoffset + position))
+    even = chains[position] & ~1
+    return even if even % table.nbuckets == runs.bucket_at(position) else even | 1
 
 
 def _packed_words(table: GnuHashTable, words: list[int], little: bool) -> bytes:
     return pack_column(array("I" if table.word_size == 4 else "Q", words), little)
-
-
-def _gnu_bucket_of_each_symbol(elf: ElfFile, table: GnuHashTable, chains: array,
-                               count: int) -> list[int]:
-    """Bucket of each hashed symbol, from the bucket starts and the chains' end bits."""
-    starts = {start: bucket for bucket, start in enumerate(table.buckets) if start}
-    bucket_of = [0] * (count - table.symoffset)
-    current: int | None = None
-    for i in range(table.symoffset, count):
-        if i in starts:
-            current = starts[i]
-        if current is None:
-            raise elf.corrupt(f".gnu.hash: symbol {i} belongs to no bucket")
-        bucket_of[i - table.symoffset] = current
-        if chains[i - table.symoffset] & 1:
-            current = None
-    return bucket_of
 
 
 def sysv_hash_edits(elf: ElfFile, table: SysvHashTable, reordering: Reordering) -> list[Edit]:

@@ -77,7 +77,7 @@ def _table_edits(elf: ElfFile, table: SymbolTable, by_index: dict[int, str]) -> 
     reordering = Reordering(table.count, reorder.first_global_index(table), moved)
     if moved[0] < reordering.first_global:
         raise elf.corrupt(f"{table.kind} symbol {moved[0]} is UNIQUE but inside the local range")
-    edits = [Edit(table.offset, reorder.reordered_table(table, bytes(patched), reordering),
+    edits = [Edit(table.offset, reorder.reordered_table(table, patched, reordering),
                   f"{table.kind} entries")]
     if table.section is not None:  # without section headers nothing records the first global
         edits.append(reorder.sh_info_edit(elf, table.section, reordering.new_first_global,

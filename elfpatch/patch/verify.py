@@ -13,13 +13,14 @@ is caught here, before the rename.
 from __future__ import annotations
 
 import re
+import sys
 from array import array
-from bisect import bisect_left, bisect_right
+from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
-from itertools import pairwise
+from itertools import accumulate
 from pathlib import Path
 
 from elfpatch.elf import constants as C
@@ -47,6 +48,7 @@ from elfpatch.elf.symbols import (
     versym_offset,
 )
 from elfpatch.errors import ElfpatchError
+from elfpatch.patch.forked import run_alongside
 from elfpatch.patch.plan import TARGET_GLOBAL, TARGET_LOCAL, TARGET_WEAK_HIDDEN, LibraryPlan
 
 _EXPECTED = {
@@ -135,28 +137,62 @@ def _first_global(table: SymbolTable) -> int:
     return match.start() if match else table.count
 
 
+@dataclass(frozen=True)
+class _TablePair:
+    """One symbol table before and after, the symbols planned in it, and their layout."""
+
+    old: SymbolTable
+    new: SymbolTable
+    targets: dict[int, str]
+    layout: _Layout
+
+
 def _verify(original: ElfFile, patched: ElfFile, plan: LibraryPlan) -> None:
+    """All checks, in two halves that run side by side (see ``forked.py``).
+
+    .dynsym with its version and hash tables on one side; .symtab and every
+    relocation table on the other: about even on a library like libtorch.
+    """
     if patched.size != original.size:
         raise _fail(original, "file size changed")
     wanted: dict[str, dict[int, str]] = defaultdict(dict)
     for change in plan.changes:
         wanted[change.table][change.index] = change.target
-    for kind, read in ((DYNSYM, read_dynsym), (SYMTAB, read_symtab)):
-        old, new = read(original), read(patched)
-        if old is None or new is None:
-            if old is not new or wanted.get(kind):
-                raise _fail(original, f"{kind} is missing")
-            continue
-        targets = wanted.get(kind, {})
-        layout = _layout(original, old, new, targets)
-        _verify_none_left(original, old, new, targets)
-        _verify_entries(original, old, new, layout, targets)
-        _verify_bindings(original, new, layout, targets)
-        _verify_locals_first(original, new)
-        if kind == DYNSYM:
-            _verify_dynamic_tables(original, patched, old, new, layout)
-        elif layout.moved:
-            _verify_relocations(original, patched, layout, static_relocation_tables)
+    dynsym = _pair(original, patched, DYNSYM, read_dynsym, wanted)
+    symtab = _pair(original, patched, SYMTAB, read_symtab, wanted)
+
+    def dynamic_half() -> None:
+        if dynsym is not None:
+            _verify_symbols(original, dynsym)
+            _verify_dynamic_tables(original, patched, dynsym)
+
+    def other_half() -> None:
+        if dynsym is not None and dynsym.layout.moved:
+            _verify_relocations(original, patched, dynsym.layout)
+        if symtab is not None:
+            _verify_symbols(original, symtab)
+            if symtab.layout.moved:
+                _verify_relocations(original, patched, symtab.layout, static_relocation_tables)
+
+    run_alongside(dynamic_half, other_half)
+
+
+def _pair(original: ElfFile, patched: ElfFile, kind: str,
+          read: Callable[[ElfFile], SymbolTable | None],
+          wanted: dict[str, dict[int, str]]) -> _TablePair | None:
+    old, new = read(original), read(patched)
+    if old is None or new is None:
+        if old is not new or wanted.get(kind):
+            raise _fail(original, f"{kind} is missing")
+        return None
+    targets = wanted.get(kind, {})
+    return _TablePair(old, new, targets, _layout(original, old, new, targets))
+
+
+def _verify_symbols(original: ElfFile, pair: _TablePair) -> None:
+    _verify_none_left(original, pair.old, pair.new, pair.targets)
+    _verify_entries(original, pair.old, pair.new, pair.layout, pair.targets)
+    _verify_locals_first(original, pair.new)
 
 
 def _layout(original: ElfFile, old: SymbolTable, new: SymbolTable,
@@ -178,32 +214,35 @@ def _verify_none_left(original: ElfFile, old: SymbolTable, new: SymbolTable,
 
 def _verify_entries(original: ElfFile, old: SymbolTable, new: SymbolTable, layout: _Layout,
                     targets: dict[int, str]) -> None:
-    """Every entry is where the layout puts it, unchanged but for planned st_info/st_other."""
+    """The new table is, byte for byte, the old one laid out anew with the planned bindings.
+
+    The expected table is built from the old entries and compared in one
+    ``memcmp`` (a bytearray compared with a buffer); only a mismatch is
+    then looked at entry by entry, to name it.
+    """
     size, info_at, other_at = old.entsize, old.field_offset("info"), old.field_offset("other")
-    before, after = bytearray(old.raw), bytearray(new.raw)
-    for index in targets:
-        for data, at in ((before, index), (after, layout.new_index(index))):
-            data[at * size + info_at] = data[at * size + other_at] = 0
+    before = old.raw
+    expected = bytearray(len(before))
     for new_start, old_start, length in layout.runs():
-        if after[new_start * size : (new_start + length) * size] != \
-                before[old_start * size : (old_start + length) * size]:
-            raise _fail(original, f"{old.kind} entries {old_start}..{old_start + length - 1} "
-                        "did not arrive unchanged where they belong")
-    for index in targets:
-        if new.infos[layout.new_index(index)] & 0xF != old.infos[index] & 0xF:
-            raise _fail(original, f"{old.kind} symbol {index} changed type")
-
-
-def _verify_bindings(original: ElfFile, table: SymbolTable, layout: _Layout,
-                     targets: dict[int, str]) -> None:
-    """Each planned symbol has its new binding and visibility."""
-    infos, others = table.infos, table.others
-    for old_index, target in targets.items():
-        index = layout.new_index(old_index)
+        expected[new_start * size : (new_start + length) * size] = \
+            before[old_start * size : (old_start + length) * size]
+    for index, target in targets.items():
+        at = layout.new_index(index) * size
         binding, visibility = _EXPECTED[target]
-        if infos[index] >> 4 != binding or visibility not in (None, others[index] & 0x3):
-            raise _fail(original, f"{table.name(index)} lacks its planned binding in "
-                        f"{table.kind}")
+        expected[at + info_at] = (binding << 4) | (old.infos[index] & 0xF)
+        if visibility is not None:
+            expected[at + other_at] = (old.others[index] & ~0x3) | visibility
+    if expected != new.raw:
+        raise _fail(original, _first_wrong_entry(old, new, expected, layout))
+
+
+def _first_wrong_entry(old: SymbolTable, new: SymbolTable, expected: bytearray,
+                       layout: _Layout) -> str:
+    size, after = old.entsize, new.raw
+    index = next(i for i in range(new.count)
+                 if after[i * size : (i + 1) * size] != expected[i * size : (i + 1) * size])
+    return (f"{old.kind} entry {index} (symbol {layout.old_of_new[index]} before) is not "
+            "the old entry with its planned binding")
 
 
 def _verify_locals_first(original: ElfFile, table: SymbolTable) -> None:
@@ -215,18 +254,20 @@ def _verify_locals_first(original: ElfFile, table: SymbolTable) -> None:
         raise _fail(original, f"{table.kind} locals do not all precede sh_info ({first})")
 
 
-def _verify_dynamic_tables(original: ElfFile, patched: ElfFile, old: SymbolTable,
-                           new: SymbolTable, layout: _Layout) -> None:
+def _verify_dynamic_tables(original: ElfFile, patched: ElfFile, dynsym: _TablePair) -> None:
+    """Versions and hash tables (the relocations are checked in the other half)."""
+    layout = dynsym.layout
     if layout.moved:
-        _verify_relocations(original, patched, layout)
         _verify_versions(original, patched, layout)
-        _verify_gnu_hash(original, patched, old, layout)
+        _verify_gnu_hash(original, patched, dynsym.old, layout)
         _verify_sysv_hash(original, patched, layout)
     else:  # no symbol moved: every table that holds symbol indices is as it was
         for offset, size, what in _index_tables(original, layout.count):
-            if patched.bytes_at(offset, size, what) != original.bytes_at(offset, size, what):
+            # bytearray == view compares with memcmp; two views would compare byte by byte
+            if bytearray(patched.bytes_at(offset, size, what)) != \
+                    original.bytes_at(offset, size, what):
                 raise _fail(original, f"{what} changed although no symbol moved")
-    _verify_hash_sizes(original, patched, new)
+    _verify_hash_sizes(original, patched, dynsym.new)
 
 
 def _index_tables(elf: ElfFile, count: int) -> list[tuple[int, int, str]]:
@@ -248,33 +289,32 @@ def _index_tables(elf: ElfFile, count: int) -> list[tuple[int, int, str]]:
 def _verify_relocations(original: ElfFile, patched: ElfFile, layout: _Layout,
                         tables: Callable[[ElfFile], list[RelocationTable]] =
                         dynamic_relocation_tables) -> None:
-    """Every relocation keeps its place and type and still points at its own symbol."""
+    """Each relocation table is the old one, byte for byte, but for renumbered symbols."""
     for old, new in zip(tables(original), tables(patched), strict=True):
-        if old.offsets != new.offsets:
-            raise _fail(original, f"{old.name} offsets changed")
-        if old.infos and max(old.infos) >> old.symbol_shift >= layout.count:
+        symbols = old.symbol_indices
+        if symbols and max(symbols) >= layout.count:
             raise _fail(original, f"{old.name} refers past the end of its symbol table")
-        if not _renumbered(old.infos, new.infos, old.symbol_shift, layout):
-            raise _fail(original, f"{old.name}: a relocation no longer names its symbol")
+        if _expected_relocations(old, layout) != new.raw:
+            raise _fail(original, f"{old.name}: a relocation no longer names its symbol, or "
+                        "changed otherwise")
 
 
-def _renumbered(old: array, new: array, shift: int, layout: _Layout,
-                block: int = 4096) -> bool:
-    """Whether each r_info of ``new`` is that of ``old`` with the symbol renumbered.
-
-    Most relocations name no symbol or one before the first global (relative
-    ones): a block of those must be unchanged, which is checked at C speed.
-    """
-    mapping, low, first = layout.new_of_old, (1 << shift) - 1, layout.first_global
-    for start in range(0, len(old), block):
-        before, after = old[start : start + block], new[start : start + block]
-        if max(before) >> shift < first:
-            if before != after:
-                return False
-            continue
-        if [(mapping[i >> shift] << shift) | (i & low) for i in before] != after.tolist():
-            return False
-    return True
+def _expected_relocations(table: RelocationTable, layout: _Layout) -> bytearray:
+    """The table's bytes with every r_info's symbol index mapped to its new index."""
+    mapping, little = layout.new_of_old, table.elf.header.little_endian
+    expected = bytearray(table.raw)
+    if table.elf.word_size == 8:
+        field = table.info_half_offset(upper=True)
+        values = array("I", [mapping[i] for i in table.symbol_indices])
+    else:
+        field = 4
+        values = array("I", [(mapping[i >> 8] << 8) | (i & 0xFF) for i in table.infos])
+    if little != (sys.byteorder == "little"):
+        values.byteswap()
+    packed = values.tobytes()
+    for byte in range(4):
+        expected[field + byte :: table.entsize] = packed[byte::4]
+    return expected
 
 
 def _verify_versions(original: ElfFile, patched: ElfFile, layout: _Layout) -> None:
@@ -301,12 +341,15 @@ def _verify_versions(original: ElfFile, patched: ElfFile, layout: _Layout) -> No
 
 def _verify_gnu_hash(original: ElfFile, patched: ElfFile, old_table: SymbolTable,
                      layout: _Layout) -> None:
-    """The hashed symbols are the old ones minus those made LOCAL, each under its own hash.
+    """The new table is the old one without the symbols made LOCAL, and nothing else changed.
 
-    The hash of each symbol comes from the original table (its chain keeps
-    all bits but the lowest, which its bucket decides), or from its name when
-    a single bucket leaves that bit open.  Then every bucket of the new table
-    must list exactly its symbols, and the Bloom filter must be exactly theirs.
+    Worked out from the old table in its own terms: the symbols left keep
+    their chain entries in order, a symbol ends its bucket when the next one
+    left lies past an end bit of the old chains, a bucket starts at its first
+    symbol left (or is empty), and the Bloom filter keeps every word but
+    those the removed symbols set, which hold exactly the bits of the symbols
+    left there.  Prefix counts make each of these one pass in C or one
+    comprehension, not a walk per symbol.
     """
     old, new = read_gnu_hash(original), read_gnu_hash(patched)
     if old is None or new is None:
@@ -316,61 +359,95 @@ def _verify_gnu_hash(original: ElfFile, patched: ElfFile, old_table: SymbolTable
     if (new.nbuckets, new.bloom_size, new.bloom_shift, new.offset) != \
             (old.nbuckets, old.bloom_size, old.bloom_shift, old.offset):
         raise _fail(original, ".gnu.hash header changed")
-    symoffset, count, nbuckets = old.symoffset, layout.count, new.nbuckets
-    hashes = _gnu_hashes(original, old, old_table, count)
-    unhashed = bisect_left(layout.moved, symoffset)  # moved symbols that were not hashed
-    if new.symoffset != symoffset + len(layout.moved) - unhashed:
+    symoffset, count = old.symoffset, layout.count
+    removed = [i - symoffset for i in layout.moved if i >= symoffset]
+    if new.symoffset != symoffset + len(removed):
         raise _fail(original, ".gnu.hash does not cover exactly the exported symbols")
-    kept = layout.old_of_new[new.symoffset :]  # the hashed symbols, in their new order
-    kept_hashes = [hashes[i - symoffset] for i in kept]
-    buckets = [h % nbuckets for h in kept_hashes]
-    last = [a != b for a, b in pairwise(buckets)] + [True] if buckets else []
-    expected_chains = [(h & ~1) | end for h, end in zip(kept_hashes, last, strict=True)]
-    chains = _gnu_chains(patched, new, count)
-    if list(chains) != expected_chains:
-        wrong = next(i for i, (a, b) in enumerate(zip(chains, expected_chains, strict=False))
-                     if a != b)
-        raise _fail(original, f".gnu.hash chain of symbol {new.symoffset + wrong} is wrong")
-    expected_starts = [0] * nbuckets
-    first = [True, *last[:-1]] if buckets else []
-    for position in (p for p, begins in enumerate(first) if begins):
-        bucket = buckets[position]
-        if expected_starts[bucket]:
-            raise _fail(original, f".gnu.hash bucket {bucket} is split")
-        expected_starts[bucket] = new.symoffset + position
-    if list(new.buckets) != expected_starts:
+    shape = _OldGnuShape.of(original, old, count, removed)
+    kept = [i - symoffset for i in layout.old_of_new[new.symoffset :]]  # in their new order
+    if _gnu_chains(patched, new, count)[: len(kept)] != shape.chains_left(kept):
+        raise _fail(original, ".gnu.hash chains are not those of the symbols left")
+    if new.buckets != shape.buckets_left(old, new.symoffset):
         raise _fail(original, ".gnu.hash buckets do not start their symbols")
     stored = column(patched.bytes_at(new.offset + 16, new.bloom_size * new.word_size,
                                      ".gnu.hash Bloom filter"),
                     new.word_size, 0, new.word_size, patched.header.little_endian)
-    if list(stored) != new.bloom_words(kept_hashes):
+    if stored != shape.bloom_left(original, old, kept, removed, old_table):
         raise _fail(original, ".gnu.hash Bloom filter does not match its symbols")
+
+
+@dataclass(frozen=True)
+class _OldGnuShape:
+    """Prefix counts over the old hashed symbols (positions counted from symoffset).
+
+    ``ends_before[p]``: end bits among positions < p; ``kept_before[p]``:
+    symbols left among positions < p; ``end_positions``: where the end bits are.
+    """
+
+    chains: array
+    ends_before: list[int]
+    kept_before: list[int]
+    end_positions: list[int]
+
+    @classmethod
+    def of(cls, elf: ElfFile, table: GnuHashTable, count: int,
+           removed: list[int]) -> _OldGnuShape:
+        chains = _gnu_chains(elf, table, count)
+        low_bytes = chains.tobytes()[0 if sys.byteorder == "little" else 3 :: 4]
+        end_flags = [byte & 1 for byte in low_bytes]
+        kept_flags = bytearray(b"\x01") * len(chains)
+        for position in removed:
+            kept_flags[position] = 0
+        return cls(chains, [0, *accumulate(end_flags)], [0, *accumulate(kept_flags)],
+                   [p for p, flag in enumerate(end_flags) if flag])
+
+    def chains_left(self, kept: list[int]) -> array:
+        chains, ends_before = self.chains, self.ends_before
+        following = [*kept[1:], len(chains)] if kept else []
+        return array("I", [(chains[p] & ~1) | (ends_before[q] > ends_before[p])
+                           for p, q in zip(kept, following, strict=True)])
+
+    def buckets_left(self, table: GnuHashTable, new_symoffset: int) -> array:
+        """Each bucket's new start: its first symbol left, if its old run has one."""
+        symoffset, ends_before, kept_before = table.symoffset, self.ends_before, self.kept_before
+        ends = self.end_positions
+        firsts = [start - symoffset if start else -1 for start in table.buckets]
+        # A run holds a symbol left when fewer are left before its start than after its end.
+        return array("I", [
+            new_symoffset + kept_before[first]
+            if first >= 0 and kept_before[ends[ends_before[first]] + 1] > kept_before[first] else 0
+            for first in firsts])
+
+    def bloom_left(self, elf: ElfFile, table: GnuHashTable, kept: list[int],
+                   removed: list[int], symbols: SymbolTable) -> array:
+        bits, size = 8 * table.word_size, table.bloom_size
+        words = column(elf.bytes_at(table.offset + 16, size * table.word_size,
+                                    ".gnu.hash Bloom filter"),
+                       table.word_size, 0, table.word_size, elf.header.little_endian)
+        if size == 0:
+            return words
+        chains = self.chains
+        touched = {(chains[p] // bits) % size for p in removed}
+        neighbours = [p for p in kept if (chains[p] // bits) % size in touched]
+        rebuilt = table.bloom_words([self._hash(table, p, symbols) for p in neighbours])
+        for word in touched:
+            words[word] = rebuilt[word]
+        return words
+
+    def _hash(self, table: GnuHashTable, position: int, symbols: SymbolTable) -> int:
+        """The whole hash: the chain entry's bits, the lowest one told by the bucket."""
+        if table.nbuckets < 2:
+            return gnu_hash(symbols.name_bytes(table.symoffset + position))
+        even = self.chains[position] & ~1
+        start = table.buckets[even % table.nbuckets] - table.symoffset
+        same_run = 0 <= start <= position and \
+            self.ends_before[start] == self.ends_before[position]
+        return even if same_run else even | 1
 
 
 def _gnu_chains(elf: ElfFile, table: GnuHashTable, count: int) -> array:
     return column(elf.bytes_at(table.chains_offset, 4 * (count - table.symoffset),
                                ".gnu.hash chains"), 4, 0, 4, elf.header.little_endian)
-
-
-def _gnu_hashes(elf: ElfFile, table: GnuHashTable, symbols: SymbolTable, count: int) -> list[int]:
-    """The full hash of each symbol from symoffset on, read from the original table.
-
-    A bucket's symbols run from its start to the next bucket's start; each
-    chain value is the hash with its lowest bit replaced, and of h and h | 1
-    only one falls in the bucket (with two buckets or more).
-    """
-    symoffset = table.symoffset
-    if table.nbuckets < 2:
-        return [gnu_hash(symbols.name_bytes(i)) for i in range(symoffset, count)]
-    starts = sorted((start, bucket) for bucket, start in enumerate(table.buckets) if start)
-    bucket_of = [0] * (count - symoffset)
-    for (start, bucket), (stop, _next) in pairwise([*starts, (count, -1)]):
-        if not symoffset <= start < count:
-            raise _fail(elf, f".gnu.hash bucket {bucket} starts outside .dynsym")
-        bucket_of[start - symoffset : stop - symoffset] = [bucket] * (stop - start)
-    nbuckets = table.nbuckets
-    evens = [value & ~1 for value in _gnu_chains(elf, table, count)]
-    return [h | (h % nbuckets != bucket) for h, bucket in zip(evens, bucket_of, strict=True)]
 
 
 def _verify_sysv_hash(original: ElfFile, patched: ElfFile, layout: _Layout) -> None:

@@ -34,6 +34,7 @@ def write_atomically(source: Path, destination: Path, make_edits: Callable[[], l
         try:
             copy = _BackgroundCopy(source, handle)
             copy.start()
+            copy.under_way.wait()  # let it reach the kernel before this thread takes the GIL
             try:
                 edits = make_edits()
             finally:
@@ -63,13 +64,17 @@ class _BackgroundCopy(threading.Thread):
         super().__init__(name="elfpatch-copy", daemon=True)
         self.source, self.handle = source, handle
         self.failure: BaseException | None = None
+        self.under_way = threading.Event()
 
     def run(self) -> None:
         try:
             with self.source.open("rb") as source:
+                self.under_way.set()
                 _copy_descriptor(source.fileno(), self.handle)
         except BaseException as error:  # handed to the main thread by raise_failure
             self.failure = error
+        finally:
+            self.under_way.set()
 
     def raise_failure(self) -> None:
         if self.failure is not None:
