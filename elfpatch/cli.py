@@ -22,7 +22,9 @@ def _emit_errors(errors: list[ElfpatchError]) -> None:
 
 
 def _emit_json(document: dict[str, Any]) -> None:
-    click.echo(json.dumps(document, indent=2, ensure_ascii=False))
+    # On one line: indenting switches json to its pure-Python encoder, which
+    # took 0.3 s for a torch wheel's report (``jq .`` pretty-prints it).
+    click.echo(json.dumps(document, ensure_ascii=False))
 
 
 class ElfpatchGroup(click.Group):

@@ -8,6 +8,8 @@ so that scanning a 190 MB wheel never unpacks it whole.
 from __future__ import annotations
 
 import mmap
+import os
+import struct
 import zipfile
 import zlib
 from pathlib import Path
@@ -61,17 +63,67 @@ def _has_wheel_metadata(archive: zipfile.ZipFile) -> bool:
 def elf_members(archive: zipfile.ZipFile, archive_name: str) -> list[str]:
     """Names of the members that start with the ELF magic, in archive order."""
     found = []
-    for info in archive.infolist():
-        if info.is_dir() or info.file_size < 16:
-            continue
-        try:
-            with archive.open(info) as member:
-                if member.read(4) == ELF_MAGIC:
+    with _RawReader(archive) as reader:
+        for info in archive.infolist():
+            if info.is_dir() or info.file_size < 16:
+                continue
+            try:
+                if reader.head(info, len(ELF_MAGIC)) == ELF_MAGIC:
                     found.append(info.filename)
-        except _MEMBER_FAILURES as error:
-            raise InputError(f"{archive_name}:{info.filename}",
-                             f"cannot read archive member ({error})") from None
+            except _MEMBER_FAILURES as error:
+                raise InputError(f"{archive_name}:{info.filename}",
+                                 f"cannot read archive member ({error})") from None
     return found
+
+
+class _RawReader:
+    """The first bytes of members, read from their local headers.
+
+    ``ZipFile.open`` costs some 30 microseconds a member, 0.4 s over the
+    12,000 files of a torch wheel; reading the local header and inflating a
+    few hundred bytes costs a tenth of that.  Encrypted members, other
+    compression methods and archives not opened from a path take the
+    ordinary route.
+    """
+
+    _SAMPLE = 1024  # compressed bytes inflated for a head (a dynamic Huffman table fits)
+
+    def __init__(self, archive: zipfile.ZipFile) -> None:
+        self.archive = archive
+        self.handle: IO[bytes] | None = None
+
+    def __enter__(self) -> _RawReader:
+        if isinstance(self.archive.filename, str):
+            self.handle = Path(self.archive.filename).open("rb")  # closed by __exit__
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        if self.handle is not None:
+            self.handle.close()
+
+    def head(self, info: zipfile.ZipInfo, length: int) -> bytes:
+        simple = info.compress_type in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED) \
+            and not info.flag_bits & 0x1
+        if self.handle is None or not simple:
+            with self.archive.open(info) as member:
+                return member.read(length)
+        data = self._data_start(info)
+        if info.compress_type == zipfile.ZIP_STORED:
+            return os.pread(self.handle.fileno(), length, data)
+        sample = os.pread(self.handle.fileno(), min(info.compress_size, self._SAMPLE), data)
+        head = zlib.decompressobj(-zlib.MAX_WBITS).decompress(sample, length)
+        if len(head) < length and info.compress_size > self._SAMPLE:
+            with self.archive.open(info) as member:
+                return member.read(length)
+        return head
+
+    def _data_start(self, info: zipfile.ZipInfo) -> int:
+        assert self.handle is not None
+        header = os.pread(self.handle.fileno(), 30, info.header_offset)
+        if len(header) < 30 or header[:4] != b"PK\x03\x04":
+            raise zipfile.BadZipFile("bad local file header")
+        name_length, extra_length = struct.unpack("<HH", header[26:30])
+        return info.header_offset + 30 + name_length + extra_length
 
 
 def open_member(archive: zipfile.ZipFile, member: str, archive_name: str) -> ElfFile:

@@ -219,9 +219,14 @@ def gather_all(sources: list[ElfSource], need_effects: bool, jobs: int,
     else:
         # Largest first, so one huge library does not start last and finish alone.
         order = sorted(range(len(sources)), key=lambda i: -sources[i].size)
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
+        pool = ProcessPoolExecutor(max_workers=jobs)
+        try:
             futures = {i: pool.submit(_guarded, sources[i], need_effects) for i in order}
             outcomes = [futures[i].result() for i in range(len(sources))]
+        finally:
+            # Every result is in: the workers' teardown (freeing a big library's
+            # memory) overlaps with judging and rendering instead of delaying them.
+            pool.shutdown(wait=False, cancel_futures=True)
     facts = []
     for outcome in outcomes:
         if isinstance(outcome, ElfpatchError):

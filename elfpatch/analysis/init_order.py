@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from itertools import zip_longest
 from pathlib import Path
 
-from elfpatch.analysis.effects import EffectsAnalyzer
+from elfpatch.analysis.effects import Effects, EffectsAnalyzer
 from elfpatch.analysis.initializers import InitializerEntry, ObjectInits, list_initializers
 from elfpatch.analysis.risks import (
     AnalysedInitializer,
@@ -21,6 +22,7 @@ from elfpatch.elf import constants as C
 from elfpatch.elf.file import ElfFile
 from elfpatch.elf.symbols import read_dynsym
 from elfpatch.errors import ElfpatchError
+from elfpatch.parallel import run_alongside
 from elfpatch.runner import run_per_file
 
 
@@ -56,10 +58,10 @@ def analyse_object(elf: ElfFile, path: str, member: str | None = None,
                    ) -> tuple[ObjectReport, list[AnalysedInitializer]]:
     """``listing``: the object's initializers, when the caller has listed them already."""
     listing = listing or list_initializers(elf, path, member)
-    analyzer = EffectsAnalyzer(elf)
-    analysed = [AnalysedInitializer(entry, analyzer.effects(entry.address))
-                for entry in listing.initializers
-                if entry.address is not None and not entry.is_runtime]
+    entries = [entry for entry in listing.initializers
+               if entry.address is not None and not entry.is_runtime]
+    analysed = [AnalysedInitializer(entry, effects)
+                for entry, effects in zip(entries, _effects_of(elf, entries), strict=True)]
     registering = {item.entry for item in analysed if item.effects.atexit}
     initializers = tuple(dataclasses.replace(e, registers_destructor=True) if e in registering
                          else e for e in listing.initializers)
@@ -68,6 +70,28 @@ def analyse_object(elf: ElfFile, path: str, member: str | None = None,
                           elf.soname if elf.dynamic else None, initializers, listing.finalizers,
                           tuple(risks), all(item.effects.complete for item in analysed))
     return report, analysed
+
+
+# Below this many initializers a second process costs more than it saves.
+_PARALLEL_MINIMUM = 64
+
+
+def _effects_of(elf: ElfFile, entries: list[InitializerEntry]) -> list[Effects]:
+    """Each entry's effects; a big object's are shared out between two processes.
+
+    The entries alternate between the halves, so that the big initializers
+    of a library (often in neighbouring slots) do not all land on one side.
+    """
+    analyzer = EffectsAnalyzer(elf)
+
+    def effects_of(part: list[InitializerEntry]) -> Callable[[], list[Effects]]:
+        return lambda: [analyzer.effects(e.address) for e in part if e.address is not None]
+
+    if len(entries) < _PARALLEL_MINIMUM:
+        return effects_of(entries)()
+    analyzer.index.prepare()  # once, before the fork: both halves use it
+    even, odd = run_alongside(effects_of(entries[0::2]), effects_of(entries[1::2]))
+    return [effects for pair in zip_longest(even, odd) for effects in pair if effects is not None]
 
 
 def analyse_paths(paths: Iterable[str]) -> InitsResult:

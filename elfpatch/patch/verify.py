@@ -48,7 +48,7 @@ from elfpatch.elf.symbols import (
     versym_offset,
 )
 from elfpatch.errors import ElfpatchError
-from elfpatch.patch.forked import run_alongside
+from elfpatch.parallel import run_alongside
 from elfpatch.patch.plan import TARGET_GLOBAL, TARGET_LOCAL, TARGET_WEAK_HIDDEN, LibraryPlan
 
 _EXPECTED = {
@@ -148,7 +148,7 @@ class _TablePair:
 
 
 def _verify(original: ElfFile, patched: ElfFile, plan: LibraryPlan) -> None:
-    """All checks, in two halves that run side by side (see ``forked.py``).
+    """All checks, in two halves that run side by side (see ``elfpatch.parallel``).
 
     .dynsym with its version and hash tables on one side; .symtab and every
     relocation table on the other: about even on a library like libtorch.

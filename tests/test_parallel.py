@@ -7,9 +7,12 @@ import threading
 from pathlib import Path
 
 import pytest
+from elfpatch.fixtures import build
 
+from elfpatch.analysis import init_order
+from elfpatch.elf.file import ElfFile
 from elfpatch.errors import CorruptElfError
-from elfpatch.patch.forked import ChildCrashed, run_alongside
+from elfpatch.parallel import ChildCrashed, run_alongside
 
 
 def test_both_halves_run(tmp_path: Path) -> None:
@@ -60,3 +63,31 @@ def test_with_other_threads_running_both_halves_run_here() -> None:
     finally:
         stop.set()
         worker.join()
+
+
+def test_both_results_come_back() -> None:
+    assert run_alongside(lambda: [1, 2], lambda: {"there": (3, "four")}) == \
+        ([1, 2], {"there": (3, "four")})
+
+
+def test_a_result_that_does_not_pickle_is_a_crash() -> None:
+    if not hasattr(os, "fork") or threading.active_count() != 1:
+        pytest.skip("no fork here: the halves run in this process")
+    with pytest.raises(ChildCrashed, match="pickle"):
+        run_alongside(lambda: None, lambda: (lambda: None))
+
+
+def test_effects_shared_out_between_processes_equal_those_of_one(
+        cxx: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The split of a big object's initializers between two processes changes nothing."""
+    program = build.build_scenario("destruction_order").path("buggy")
+    with ElfFile.open(program) as elf:
+        alone, _ = init_order.analyse_object(elf, str(program))
+    monkeypatch.setattr(init_order, "_PARALLEL_MINIMUM", 2)
+    forks: list[int] = []
+    real_fork = os.fork
+    monkeypatch.setattr(os, "fork", lambda: forks.append(1) or real_fork())
+    with ElfFile.open(program) as elf:
+        shared, _ = init_order.analyse_object(elf, str(program))
+    assert shared == alone and alone.risks
+    assert forks == [1] or threading.active_count() != 1

@@ -1,0 +1,107 @@
+"""Two independent pieces of work on two cores, for big files.
+
+Verifying a patched libtorch-sized library, or following what its 375
+initializers do, is pure Python spread over parts that do not depend on
+each other.  A forked child runs one half on the very same objects and
+mapped files (copy-on-write: nothing is read again) while this process runs
+the other; the child sends back its result, or what went wrong.  Where
+forking is unsafe or impossible (other threads running, no ``os.fork``),
+both halves simply run here in turn.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from elfpatch.errors import ElfpatchError
+
+T = TypeVar("T")
+U = TypeVar("U")
+
+
+class ChildCrashed(RuntimeError):
+    """The forked half died of an unexpected exception (its traceback is the message)."""
+
+
+def run_alongside(here: Callable[[], T], there: Callable[[], U]) -> tuple[T, U]:
+    """Run ``there`` in a forked child while running ``here``; their results, or an error.
+
+    ``there``'s result must pickle.  An ``ElfpatchError`` from the child is
+    raised here as it was; anything else becomes ``ChildCrashed``.  An error
+    of ``here`` wins over the child's.
+    """
+    if not _can_fork():
+        return here(), there()
+    reader, writer = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns
+        os.close(reader)
+        _run_child(there, writer)
+    os.close(writer)
+    finished = False
+    try:
+        mine = here()
+        finished = True
+    finally:
+        if not finished:  # here failed or was interrupted: the child's result no longer matters
+            os.kill(pid, signal.SIGKILL)
+        report = _read_all(reader)
+        os.close(reader)
+        _pid, status = os.waitpid(pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0 or not report:  # died before it could say
+        raise ChildCrashed(f"the forked half ended with status {status:#x} and no report")
+    return mine, _result_of(report)
+
+
+def _can_fork() -> bool:
+    # Forking a process with other threads running can leave the child holding
+    # a lock nobody will release.
+    return hasattr(os, "fork") and threading.active_count() == 1
+
+
+def _run_child(work: Callable[[], object], writer: int) -> None:
+    import pickle  # here, after the fork: the parent does not pay for it
+
+    status = 0
+    try:
+        try:
+            report = pickle.dumps((True, work()))
+        except BaseException as error:  # reported to the parent, which decides what it means
+            report = pickle.dumps((False, _reported_error(error)))
+        view = memoryview(report)
+        while view:
+            view = view[os.write(writer, view) :]
+    except BaseException:
+        status = 1
+    finally:
+        os._exit(status)  # no atexit handlers, no flushing of the parent's buffers
+
+
+def _reported_error(error: BaseException) -> BaseException:
+    if isinstance(error, ElfpatchError):
+        return error
+    import traceback
+
+    return ChildCrashed("".join(traceback.format_exception(error)))
+
+
+def _read_all(reader: int) -> bytes:
+    chunks = []
+    while chunk := os.read(reader, 1 << 16):
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _result_of(report: bytes) -> Any:
+    import pickle
+
+    succeeded, value = pickle.loads(report)
+    if succeeded:
+        return value
+    if isinstance(value, (ElfpatchError, ChildCrashed)):
+        raise value
+    raise ChildCrashed(f"unexpected report from the child: {value!r}")
