@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 from elfpatch.demangle import demangle
 from elfpatch.elf.addresses import EM_AARCH64, EM_X86_64, AddressIndex, GotEntry
-from elfpatch.elf.constants import ET_EXEC
+from elfpatch.elf.constants import ET_EXEC, PT_LOAD
 from elfpatch.elf.file import ElfFile
 from elfpatch.errors import ElfpatchError, UnsupportedElfError
 
@@ -603,9 +603,12 @@ class _X86Walk(_FunctionWalk):
         family = _X86_FAMILY.get(source)
         if family is not None:
             return self.state.get(family)
-        # Only a fixed-address executable has addresses as immediates.
+        # Only a fixed-address executable has addresses as immediates, and
+        # only numbers inside its image are addresses (not counts or flags).
         number = _immediate(source) if self.absolute else None
-        return _Value(address=number) if number is not None else None
+        if number is None or not self.analyzer.in_image(number):
+            return None
+        return _Value(address=number)
 
     # -- everything else --------------------------------------------------------------
     def generic_memory(self, mnemonic: str, operands: str, address: int, size: int) -> None:
@@ -842,6 +845,13 @@ class EffectsAnalyzer:
         self._decode_error: type[Exception] = ElfpatchError  # capstone's, once imported
         # ET_EXEC: code may hold data addresses as immediates (mov esi, OFFSET obj).
         self.fixed_addresses = elf.header.type == ET_EXEC
+        loads = [s for s in elf.segments if s.type == PT_LOAD]
+        self._image = (min((s.vaddr for s in loads), default=0),
+                       max((s.vaddr + s.memsz for s in loads), default=0))
+
+    def in_image(self, address: int) -> bool:
+        """Whether ``address`` falls inside the object's loaded image."""
+        return self._image[0] <= address < self._image[1]
 
     @property
     def supported(self) -> bool:
