@@ -16,6 +16,7 @@ from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 from elfpatch.elf import constants as C
 from elfpatch.elf.columns import column, pack_column
@@ -56,6 +57,10 @@ class Reordering:
 
     def mapping(self) -> array:
         """new_index for every old index, as one array built from runs, not per symbol."""
+        return self._mapping
+
+    @cached_property
+    def _mapping(self) -> array:
         table = array("I", range(self.first_global))
         table.extend(range(self.count - self.first_global))  # placeholder, overwritten below
         moved, first = self.moved, self.first_global
@@ -93,16 +98,21 @@ def first_global_index(table: SymbolTable) -> int:
 def reordered_table(table: SymbolTable, patched: bytes | bytearray,
                     reordering: Reordering) -> bytes:
     """The table's entries (already carrying their new st_info) in the new order."""
-    size = table.entsize
+    return reordered_entries(patched, table.entsize, reordering)
+
+
+def reordered_entries(data: bytes | bytearray | memoryview, size: int,
+                      reordering: Reordering) -> bytes:
+    """Fixed-size entries, one per symbol, moved as the symbols move."""
     first, moved = reordering.first_global, reordering.moved
-    view = memoryview(patched)  # slices of a view copy nothing; join copies once
+    view = memoryview(data)  # slices of a view copy nothing; join copies once
     pieces = [view[: first * size]]
     pieces.extend(view[i * size : (i + 1) * size] for i in moved)
     previous = first
     for i in moved:
         pieces.append(view[previous * size : i * size])
         previous = i + 1
-    pieces.append(view[previous * size : table.count * size])
+    pieces.append(view[previous * size : reordering.count * size])
     return b"".join(pieces)
 
 
@@ -167,12 +177,10 @@ def _with_symbols(elf: ElfFile, table: RelocationTable, symbols: array) -> bytea
 
 def versym_edit(elf: ElfFile, offset: int, reordering: Reordering) -> Edit:
     """Permute .gnu.version; a symbol made local gets VER_NDX_LOCAL."""
-    little = elf.header.little_endian
-    raw = elf.bytes_at(offset, 2 * reordering.count, ".gnu.version")
-    old = column(raw, 2, 0, 2, little)
-    moved = set(reordering.moved)
-    new = array("H", (0 if i in moved else old[i] for i in reordering.order()))
-    return Edit(offset, pack_column(new, little), ".gnu.version")
+    entries = bytearray(elf.bytes_at(offset, 2 * reordering.count, ".gnu.version"))
+    for index in reordering.moved:
+        entries[2 * index : 2 * index + 2] = bytes(2)  # VER_NDX_LOCAL is 0 in either order
+    return Edit(offset, reordered_entries(entries, 2, reordering), ".gnu.version")
 
 
 def gnu_hash_edits(elf: ElfFile, table: GnuHashTable, reordering: Reordering,
