@@ -161,5 +161,6 @@ def cross_object_risks(objects: Sequence[ObjectInitialisation],
                 risks.setdefault(reader.label, []).append(Risk(
                     SEVERITY_ERROR, KIND_CROSS_OBJECT, item.label, symbol, constructor.label,
                     f"{reader.label}: {item.unit} reads {demangle(symbol)}, which "
-                    f"{definer.label} constructs in an initializer that runs later"))
+                    f"{definer.label} constructs in an initializer that runs later; make it "
+                    "constinit/constexpr or reach it through a function-local static"))
     return risks
