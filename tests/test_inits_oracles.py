@@ -11,7 +11,9 @@
    (RELA, REL, RELR), ``readelf -x .init_array`` and ``nm`` give, for
    executables (PIE and fixed-address) and shared libraries, with and
    without packed relative relocations, for x86-64, aarch64, i686 (REL) and
-   s390x (big-endian); and, opt-in, for a real library named by
+   s390x (big-endian), and with slots whose bytes are zero (aarch64's
+   ``--no-apply-dynamic-relocs``, an x86-64 copy zeroed by hand) so that only
+   the addends give the targets; and, opt-in, for a real library named by
    ``$ELFPATCH_TORCH_LIB`` (e.g. libtorch_cpu.so).
 """
 
@@ -322,7 +324,14 @@ static Announce second_unit("second");
 }
 MAIN = {"main.cpp": "int main() { return 0; }\n"}
 LAYOUTS = {"pie": ["-fPIE", "-pie"], "no-pie": ["-fno-PIE", "-no-pie"], "shared": ["-fPIC"]}
-RELR = ["-Wl,-z,pack-relative-relocs"]
+VARIANT_FLAGS = {
+    "plain": [],
+    "relr": ["-Wl,-z,pack-relative-relocs"],
+    # aarch64's ld leaves the relocated words zero; RELA addends are the only targets.
+    "no-apply-dynamic-relocs": ["-Wl,--no-apply-dynamic-relocs"],
+    # Built plain, then the .init_array bytes of a copy are zeroed (see zero_the_slots).
+    "zeroed-slots": [],
+}
 MACHINES = ["x86_64", "aarch64", "i686", "s390x"]
 REAL_LIBRARY = "ELFPATCH_TORCH_LIB"
 ABSOLUTE_TYPES = {"R_X86_64_64", "R_AARCH64_ABS64", "R_386_32", "R_390_64"}
@@ -344,7 +353,9 @@ def readelf(path: Path, *options: str) -> str:
 
 _HEADER_CLASS = re.compile(r"^\s*Class:\s+ELF(32|64)", re.M)
 _HEADER_DATA = re.compile(r"^\s*Data:\s+.*(little|big) endian", re.M)
-_SECTION = re.compile(r"^\s*\[\s*\d+\]\s+(\S+)\s+\S+\s+([0-9a-f]+)\s+[0-9a-f]+\s+([0-9a-f]+)")
+# name, address, offset, size
+_SECTION = re.compile(
+    r"^\s*\[\s*\d+\]\s+(\S+)\s+\S+\s+([0-9a-f]+)\s+([0-9a-f]+)\s+([0-9a-f]+)")
 _HEX_LINE = re.compile(r"^\s*0x[0-9a-f]+\s+(.*)$")
 _RELOCATIONS = re.compile(r"^Relocation section '([^']+)'")
 _RELOCATION = re.compile(r"^([0-9a-f]+)\s+[0-9a-f]+\s+(R_\w+)\s*(.*)$")
@@ -372,7 +383,7 @@ def init_array_section(path: Path) -> tuple[int, int, int, str]:
     word, order = int(elf_class.group(1)) // 8, data.group(1)
     for match in map(_SECTION.match, readelf(path, "-S").splitlines()):
         if match and match.group(1) == ".init_array":
-            return int(match.group(2), 16), int(match.group(3), 16), word, order
+            return int(match.group(2), 16), int(match.group(4), 16), word, order
     raise AssertionError(f"{path} has no .init_array")
 
 
@@ -485,33 +496,55 @@ def elfpatch_slots(path: Path) -> list[tuple[int, int, str]]:
             if e["kind"] == "init_array"]
 
 
-def slot_fixture(machine: str, layout: str, relr: bool) -> Path:
+def slot_fixture(machine: str, layout: str, variant: str) -> Path:
     toolchain = build.host_toolchain() if machine == "x86_64" else build.cross_toolchain(machine)
     if toolchain is None or not toolchain.available():
         pytest.skip(f"no {machine} C++ compiler installed")
-    flags = ["-O1", *LAYOUTS[layout], *(RELR if relr else [])]
-    name = f"slots-{machine}-{layout}{'-relr' if relr else ''}"
+    flags = ["-O1", *LAYOUTS[layout], *VARIANT_FLAGS[variant]]
+    name = f"slots-{machine}-{layout}-{variant}"
     if layout == "shared":
         return build.build_shared(SLOT_SOURCES, name, flags, toolchain=toolchain)
     return build.build_executable({**SLOT_SOURCES, **MAIN}, name, flags, toolchain=toolchain)
 
 
-def expected_filling(path: Path, machine: str, layout: str, relr: bool) -> dict[str, int]:
+def zero_the_slots(path: Path, destination: Path) -> Path:
+    """A copy whose .init_array bytes are zero: the loader only uses the RELA addends."""
+    for match in map(_SECTION.match, readelf(path, "-S").splitlines()):
+        if match and match.group(1) == ".init_array":
+            offset, size = int(match.group(3), 16), int(match.group(4), 16)
+            break
+    else:
+        raise AssertionError(f"{path} has no .init_array")
+    data = bytearray(path.read_bytes())
+    data[offset:offset + size] = bytes(size)
+    destination.write_bytes(bytes(data))
+    destination.chmod(0o755)
+    return destination
+
+
+def expected_filling(path: Path, machine: str, layout: str, variant: str) -> dict[str, int]:
     """How readelf must show the six slots filled: what the fixture exercises."""
     if layout == "no-pie":  # nothing to relocate, packed or not
         return {"content": 6}
-    packed = relr and "(RELR)" in readelf(path, "-d")
-    assert packed or not relr or machine not in PACKING_LINKERS
+    packed = variant == "relr" and "(RELR)" in readelf(path, "-d")
+    assert packed or variant != "relr" or machine not in PACKING_LINKERS
     relative = "relr" if packed else "relative"
     return {relative: 6} if layout == "pie" else {relative: 5, "absolute": 1}
 
 
-CASES = [pytest.param((machine, layout, relr), id=f"{machine}-{layout}{'-relr' if relr else ''}")
-         for machine in MACHINES for layout in LAYOUTS for relr in (False, True)]
+def _case(machine: str, layout: str, variant: str) -> object:
+    return pytest.param((machine, layout, variant), id=f"{machine}-{layout}-{variant}")
+
+
+CASES = [*(_case(machine, layout, variant) for machine in MACHINES for layout in LAYOUTS
+           for variant in ("plain", "relr")),
+         *(_case("aarch64", layout, "no-apply-dynamic-relocs") for layout in ("pie", "shared")),
+         *(_case("x86_64", layout, "zeroed-slots") for layout in ("pie", "shared"))]
 
 
 @pytest.mark.parametrize("case", [*CASES, pytest.param(None, id="real-library")])
-def test_init_array_slots_equal_readelf_and_nm(case: tuple[str, str, bool] | None) -> None:
+def test_init_array_slots_equal_readelf_and_nm(case: tuple[str, str, str] | None,
+                                               tmp_path: Path) -> None:
     if case is None:
         configured = os.environ.get(REAL_LIBRARY)
         if not configured:
@@ -519,6 +552,8 @@ def test_init_array_slots_equal_readelf_and_nm(case: tuple[str, str, bool] | Non
         path = Path(configured)
     else:
         path = slot_fixture(*case)
+        if case[2] == "zeroed-slots":
+            path = zero_the_slots(path, tmp_path / path.name)
     expected = oracle_slots(path)
     ours = elfpatch_slots(path)
     assert expected, f"{path}: readelf shows no .init_array slot"
@@ -537,6 +572,14 @@ def test_init_array_slots_equal_readelf_and_nm(case: tuple[str, str, bool] | Non
     for _index, _target, _names, how in expected:
         fillings[how] = fillings.get(how, 0) + 1
     assert fillings == expected_filling(path, *case)
+    if case[2] in ("no-apply-dynamic-relocs", "zeroed-slots"):
+        # The slots hold nothing: only the addends can give the targets.
+        _address, size, word, order = init_array_section(path)
+        assert set(section_words(path, size, word, order)) == {0}
+    if case[:2] == ("x86_64", "pie"):  # the run order is the slot order
+        run = subprocess.run([str(path)], capture_output=True, text=True, timeout=60)
+        assert run.stdout.splitlines() == ["local", "first, early", "exported", "first",
+                                           "second"]
     assert all(len(names) == 1 for _i, _t, names, _how in expected)  # no aliases here
     symbols = [symbol for _i, _a, symbol in ours]
     assert len(symbols) == len(EXPECTED_PREFIXES)
