@@ -7,6 +7,7 @@ chain of the highest bucket to its end bit.
 
 from __future__ import annotations
 
+import sys
 from array import array
 from dataclasses import dataclass
 
@@ -115,6 +116,24 @@ def read_sysv_hash(elf: ElfFile) -> SysvHashTable | None:
     body = elf.bytes_at(offset + 2 * size, (nbucket + nchain) * size, ".hash table")
     values = column(body, size, 0, size, elf.header.little_endian)
     return SysvHashTable(offset, size, nbucket, nchain, values[:nbucket], values[nbucket:])
+
+
+def read_gnu_chains(elf: ElfFile, table: GnuHashTable, count: int) -> array:
+    """The chain entries of symbols symoffset..count-1 (``count``: .dynsym's size)."""
+    return column(elf.bytes_at(table.chains_offset, 4 * (count - table.symoffset),
+                               ".gnu.hash chains"), 4, 0, 4, elf.header.little_endian)
+
+
+def gnu_chain_end_flags(chains: array) -> bytes:
+    """1 for each chain entry with the end bit set, else 0: one byte per entry, made in C.
+
+    The end bit is the lowest bit of each entry's least significant byte.
+    """
+    low_bytes = chains.tobytes()[0 if sys.byteorder == "little" else 3 :: 4]
+    return low_bytes.translate(_ODD_BYTE)
+
+
+_ODD_BYTE = bytes(value & 1 for value in range(256))
 
 
 def gnu_hash_symbol_count(elf: ElfFile, table: GnuHashTable) -> int:

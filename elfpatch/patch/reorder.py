@@ -11,7 +11,6 @@ size and place; only bytes inside them change.
 
 from __future__ import annotations
 
-import sys
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
@@ -21,7 +20,13 @@ from functools import cached_property
 from elfpatch.elf import constants as C
 from elfpatch.elf.columns import column, pack_column
 from elfpatch.elf.file import ElfFile, Section
-from elfpatch.elf.hashes import GnuHashTable, SysvHashTable, gnu_hash
+from elfpatch.elf.hashes import (
+    GnuHashTable,
+    SysvHashTable,
+    gnu_chain_end_flags,
+    gnu_hash,
+    read_gnu_chains,
+)
 from elfpatch.elf.relocations import RelocationTable
 from elfpatch.elf.symbols import SymbolTable
 
@@ -199,8 +204,7 @@ def gnu_hash_edits(elf: ElfFile, table: GnuHashTable, reordering: Reordering,
         return []
     little = elf.header.little_endian
     count = reordering.count
-    chains = column(elf.bytes_at(table.chains_offset, 4 * (count - symoffset), ".gnu.hash chains"),
-                    4, 0, 4, little)
+    chains = read_gnu_chains(elf, table, count)
     runs = _GnuRuns.read(elf, table, chains)
     gone = set(removed)
     new_symoffset = symoffset + len(removed)
@@ -278,16 +282,11 @@ class _GnuRuns:
 def _ends_exactly_before(chains: array, stops: list[int]) -> bool:
     """Whether the chain entries with the end bit set are exactly those before ``stops``.
 
-    The end bit is the lowest bit of each entry's least significant byte;
-    counting those bytes that are odd, and checking each expected one, is
-    done without a Python step per symbol.
+    Counting the end bits and checking each expected one is done without a
+    Python step per symbol.
     """
-    low_bytes = chains.tobytes()[0 if sys.byteorder == "little" else 3 :: 4]
-    odd = low_bytes.translate(_ODD_BYTE)
-    return odd.count(1) == len(stops) and all(odd[stop - 1] for stop in stops)
-
-
-_ODD_BYTE = bytes(value & 1 for value in range(256))
+    ends = gnu_chain_end_flags(chains)
+    return ends.count(1) == len(stops) and all(ends[stop - 1] for stop in stops)
 
 
 def _chains_without(chains: array, removed: list[int], gone: set[int],
@@ -377,7 +376,5 @@ def sysv_hash_edits(elf: ElfFile, table: SysvHashTable, reordering: Reordering) 
 
 def symtab_shndx_edit(elf: ElfFile, offset: int, reordering: Reordering) -> Edit:
     """Permute the extended section index table that parallels .symtab."""
-    little = elf.header.little_endian
-    old = column(elf.bytes_at(offset, 4 * reordering.count, ".symtab_shndx"), 4, 0, 4, little)
-    new = array("I", (old[i] for i in reordering.order()))
-    return Edit(offset, pack_column(new, little), ".symtab_shndx")
+    entries = elf.bytes_at(offset, 4 * reordering.count, ".symtab_shndx")
+    return Edit(offset, reordered_entries(entries, 4, reordering), ".symtab_shndx")

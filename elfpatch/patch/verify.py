@@ -30,7 +30,9 @@ from elfpatch.elf.hashes import (
     GnuHashTable,
     SysvHashTable,
     dynamic_symbol_count,
+    gnu_chain_end_flags,
     gnu_hash,
+    read_gnu_chains,
     read_gnu_hash,
     read_sysv_hash,
 )
@@ -365,7 +367,7 @@ def _verify_gnu_hash(original: ElfFile, patched: ElfFile, old_table: SymbolTable
         raise _fail(original, ".gnu.hash does not cover exactly the exported symbols")
     shape = _OldGnuShape.of(original, old, count, removed)
     kept = [i - symoffset for i in layout.old_of_new[new.symoffset :]]  # in their new order
-    if _gnu_chains(patched, new, count)[: len(kept)] != shape.chains_left(kept):
+    if read_gnu_chains(patched, new, count)[: len(kept)] != shape.chains_left(kept):
         raise _fail(original, ".gnu.hash chains are not those of the symbols left")
     if new.buckets != shape.buckets_left(old, new.symoffset):
         raise _fail(original, ".gnu.hash buckets do not start their symbols")
@@ -392,9 +394,8 @@ class _OldGnuShape:
     @classmethod
     def of(cls, elf: ElfFile, table: GnuHashTable, count: int,
            removed: list[int]) -> _OldGnuShape:
-        chains = _gnu_chains(elf, table, count)
-        low_bytes = chains.tobytes()[0 if sys.byteorder == "little" else 3 :: 4]
-        end_flags = [byte & 1 for byte in low_bytes]
+        chains = read_gnu_chains(elf, table, count)
+        end_flags = gnu_chain_end_flags(chains)
         kept_flags = bytearray(b"\x01") * len(chains)
         for position in removed:
             kept_flags[position] = 0
@@ -443,11 +444,6 @@ class _OldGnuShape:
         same_run = 0 <= start <= position and \
             self.ends_before[start] == self.ends_before[position]
         return even if same_run else even | 1
-
-
-def _gnu_chains(elf: ElfFile, table: GnuHashTable, count: int) -> array:
-    return column(elf.bytes_at(table.chains_offset, 4 * (count - table.symoffset),
-                               ".gnu.hash chains"), 4, 0, 4, elf.header.little_endian)
 
 
 def _verify_sysv_hash(original: ElfFile, patched: ElfFile, layout: _Layout) -> None:
