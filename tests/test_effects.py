@@ -26,6 +26,8 @@ from elfpatch.analysis.effects import (
     AtExit,
     Effects,
     EffectsAnalyzer,
+    _Arm64Walk,
+    _X86Walk,
     initializer_effects,
     is_constructor,
 )
@@ -54,6 +56,18 @@ SOURCES = {
     "lib.cpp": "extern int exe_value;\nint lib_copy = exe_value * 2;\n",
     "main.cpp": "int exe_value = 21;\nint main() { return 0; }\n",
     "tls.cpp": "__thread int tv = 3;\nint copy_tv = tv + 1;\n",
+    "calls.cpp": (
+        "#include <cstdio>\n"
+        '#define LOCAL extern "C" __attribute__((noinline, visibility("hidden")))\n'
+        "LOCAL void writes_nothing() { asm volatile(\"\"); }\n"
+        "LOCAL int sum(int a, int b) { return a + b; }\n"
+        "LOCAL int calls_sum(int a) { return sum(a, 2) * 3; }\n"
+        "LOCAL int calls_outside(const char* text) { return std::puts(text) * 3; }\n"
+        "LOCAL int pong(int n);\n"
+        "LOCAL int ping(int n) { return n > 0 ? pong(n - 1) * 3 : 1; }\n"
+        "LOCAL int pong(int n) { return n > 0 ? ping(n - 2) * 5 : 2; }\n"
+        'extern "C" int (*table[])(int) = {calls_sum, ping};\n'
+        'extern "C" void* more[] = {(void*)writes_nothing, (void*)calls_outside};\n'),
     "switch.cpp": (
         "void f0(); void f1(); void f2(); void f3(); void f4(); void f5(); void f6(); void f7();\n"
         "extern volatile int selector;\n"
@@ -351,6 +365,81 @@ def test_corrupt_code_raises_only_elfpatch_errors(variant: Variant, workdir: Pat
                 # Any other exception fails the test.
                 with contextlib.suppress(ElfpatchError):
                     analyzer.effects(address, max_depth=8, max_functions=500)
+
+
+# -- what a call may change (gcc's -fipa-ra keeps values across such calls) ------------------
+@pytest.mark.parametrize(("mnemonic", "operands", "written"), [
+    ("mov", "qword ptr [rdi], rdx", ()),
+    ("mov", "rax, rdi", ("rax",)),
+    ("lea", "edx, [rdi + 0x10]", ("rdx",)),
+    ("movsx", "eax, byte ptr [rdi]", ("rax",)),
+    ("pop", "rbx", ("rbx",)),
+    ("cmp", "rsi, rdi", ()),
+    ("imul", "rcx, rdx, 3", ("rcx",)),
+    ("imul", "rdx", None),  # rdx:rax
+    ("cdqe", "", None),
+    ("rep stosq", "qword ptr [rdi], rax", None),
+    ("stosb", "byte ptr [rdi], al", None),
+    ("loop", "0x1234", ("rcx",)),
+    ("lock add", "dword ptr [rip + 0x10], 1", ()),
+    ("movq", "r10, xmm0", ("r10",)),
+    ("movaps", "xmm1, xmm0", ()),
+])
+def test_x86_registers_set(mnemonic: str, operands: str,
+                           written: tuple[str, ...] | None) -> None:
+    assert _X86Walk.registers_set(mnemonic, operands) == written
+
+
+@pytest.mark.parametrize(("mnemonic", "operands", "written"), [
+    ("add", "x2, x8, #0x10", ("x2",)),
+    ("mov", "w1, #0xb", ("x1",)),
+    ("str", "x2, [x8]", ()),
+    ("stp", "x29, x30, [sp, #-0x10]!", ()),  # sp is not tracked
+    ("ldp", "x29, x30, [sp], #0x10", ("x29", "x30")),
+    ("ldr", "x3, [x1, #8]!", ("x3", "x1")),
+    ("stxr", "w1, x2, [x0]", ("x1",)),
+    ("ldadd", "w1, w2, [x0]", ("x1", "x2")),
+    ("cmp", "x0, #1", ()),
+    ("cbz", "x0, #0x40", ()),
+    ("svc", "#0", None),
+    ("fmov", "x0, d0", ("x0",)),
+])
+def test_aarch64_registers_set(mnemonic: str, operands: str,
+                               written: tuple[str, ...] | None) -> None:
+    assert _Arm64Walk.registers_set(mnemonic, operands) == written
+
+
+@pytest.mark.parametrize("variant", [LIBRARIES[1], LIBRARIES[3]], ids=lambda v: v.name)
+def test_registers_a_call_may_change(variant: Variant, workdir: Path) -> None:
+    path = build(variant, workdir, ["calls.cpp"])
+    address = function_addresses(path)
+    with ElfFile.open(path) as elf:
+        analyzer = EffectsAnalyzer(elf)
+
+        def written(name: str) -> frozenset[str] | None:
+            return analyzer.registers_written(analyzer.code_target(address[name]))
+
+        walk = _X86Walk if variant.compiler == X86 else _Arm64Walk
+        result, first = ("rax", "rdi") if walk is _X86Walk else ("x0", "x0")
+        assert written("writes_nothing") == frozenset()
+        assert written("sum") is not None and result in written("sum")
+        if walk is _X86Walk:
+            assert first not in written("sum")  # read, never written
+        inner, outer = written("sum"), written("calls_sum")
+        assert outer is not None and inner < outer <= walk.CALLER_SAVED
+        assert outer >= walk.CALL_WRITES
+        assert written("calls_outside") is None  # through the PLT: anything may run
+        assert written("ping") is None and written("pong") is None  # recursion
+
+
+def function_addresses(path: Path) -> dict[str, int]:
+    """name -> st_value of every function symbol (pyelftools)."""
+    from elftools.elf.elffile import ELFFile
+
+    with path.open("rb") as handle:
+        table = ELFFile(handle).get_section_by_name(".symtab")
+        return {s.name: s["st_value"] for s in table.iter_symbols()
+                if s["st_info"]["type"] == "STT_FUNC"}
 
 
 # -- constructor names -----------------------------------------------------------------------

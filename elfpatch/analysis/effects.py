@@ -48,6 +48,10 @@ IOS_INIT_CONSTRUCTORS = frozenset({"_ZNSt8ios_base4InitC1Ev", "_ZNSt8ios_base4In
 # unknown one (no symbol) is swept until it returns or jumps away.
 MAX_FUNCTION_BYTES = 1 << 20
 MAX_UNSIZED_BYTES = 1 << 16
+# Which registers a callee may change is worked out for functions up to this
+# size, following their own calls this deep; beyond, every caller-saved one.
+MAX_WRITES_BYTES = 1 << 14
+MAX_WRITES_DEPTH = 3
 
 
 @dataclass(frozen=True)
@@ -185,6 +189,7 @@ class _FunctionWalk:
 
     ARGUMENTS: tuple[str, ...] = ()
     CALLER_SAVED: frozenset[str] = frozenset()
+    CALL_WRITES: frozenset[str] = frozenset()  # registers the call instruction itself sets
     # mnemonic -> handler(walk, address of the next instruction, operands)
     HANDLERS: ClassVar[dict[str, Callable[[Any, int, str], bool]]] = {}
 
@@ -227,16 +232,7 @@ class _FunctionWalk:
         engine, code = self.analyzer.disassembler, bytes(self.code)
         if self.sized:
             return engine.disasm_lite(code, self.start)
-        return self.decode_chunks(engine, code)
-
-    def decode_chunks(self, engine: Cs, code: bytes) -> Iterator[tuple[int, int, str, str]]:
-        offset = 0
-        while offset < len(code):
-            chunk = list(engine.disasm_lite(code[offset:], self.start + offset, 32))
-            if not chunk:
-                return
-            yield from chunk
-            offset = chunk[-1][0] + chunk[-1][1] - self.start
+        return decode_in_chunks(engine, code, self.start)
 
     def enter(self, address: int, falls: bool) -> None:
         """The register state on arrival: fallthrough merged with forward branches."""
@@ -262,6 +258,16 @@ class _FunctionWalk:
     # -- per instruction set ------------------------------------------------
     def other(self, address: int, size: int, mnemonic: str, operands: str) -> bool:
         """Interpret an instruction without a handler; False when it never falls through."""
+        raise NotImplementedError
+
+    @staticmethod
+    def control_transfer(mnemonic: str, operands: str) -> tuple[bool, int | None] | None:
+        """(is a call, target if direct) of a call or unconditional jump; None for the rest."""
+        raise NotImplementedError
+
+    @staticmethod
+    def registers_set(mnemonic: str, operands: str) -> tuple[str, ...] | None:
+        """The general registers any other instruction may write; None when not known."""
         raise NotImplementedError
 
     # -- registers ------------------------------------------------------------
@@ -314,9 +320,9 @@ class _FunctionWalk:
     def call(self, target: _Value | None) -> None:
         state = self.state
         arguments = [state.get(register) for register in self.ARGUMENTS] if state else []
-        if state:  # the callee may change the caller-saved registers
-            self.state = {r: v for r, v in state.items() if r not in self.CALLER_SAVED}
         resolved = self.resolve(target) if target is not None else None
+        if state:
+            self.forget_clobbered(resolved)
         if resolved is None:
             return  # a call through a register we cannot resolve: not followed
         if resolved.external and resolved.name:
@@ -334,6 +340,21 @@ class _FunctionWalk:
             self.pass_arguments(arguments, name is not None and is_constructor(name))
         if resolved.follow is not None:
             self.summary.callees[resolved.follow] = None
+
+    def forget_clobbered(self, callee: _Target | None) -> None:
+        """Forget the caller-saved registers the callee may change.
+
+        A call into this object's own code keeps those the callee provably
+        leaves alone: gcc (-fipa-ra, on from -O1) keeps values in them across
+        calls to functions whose bodies it has compiled.
+        """
+        saved = self.CALLER_SAVED
+        live = [register for register in self.state if register in saved]
+        if not live:
+            return
+        written = self.analyzer.registers_written(callee) if callee is not None else None
+        lost = saved if written is None else written | self.CALL_WRITES
+        self.state = {r: v for r, v in self.state.items() if r not in lost}
 
     def pass_arguments(self, arguments: list[_Value | None], constructor: bool) -> None:
         """A constructor writes its ``this``; any other pointer passed is read."""
@@ -404,6 +425,21 @@ class _FunctionWalk:
         return self.tail_call(_Value(address=target))
 
 
+def decode_in_chunks(engine: Cs, code: bytes, start: int,
+                     chunk: int = 32) -> Iterator[tuple[int, int, str, str]]:
+    """Instructions decoded a few at a time, for a reader that may stop early.
+
+    capstone decodes all it is given before yielding the first instruction.
+    """
+    offset = 0
+    while offset < len(code):
+        decoded = list(engine.disasm_lite(code[offset:], start + offset, chunk))
+        if not decoded:
+            return
+        yield from decoded
+        offset = decoded[-1][0] + decoded[-1][1] - start
+
+
 def _got_target(index: AddressIndex, entry: GotEntry) -> _Target:
     """The function a call through a GOT slot (or a PLT stub using it) reaches."""
     if entry.symbol is not None:
@@ -450,9 +486,48 @@ _X86_OP_MEM = 3  # capstone.x86.X86_OP_MEM
 _CS_AC_READ, _CS_AC_WRITE = 1, 2
 
 
+_X86_CALLS = frozenset({"call", "bnd call", "notrack call"})
+_X86_JUMPS = frozenset({"jmp", "bnd jmp", "notrack jmp", "notrack bnd jmp"})
+_X86_LOOPS = frozenset({"loop", "loope", "loopne"})  # conditional, and they decrement rcx
+# Instructions that write no general register (beyond rsp and rbp, which calls preserve).
+_X86_WRITES_NOTHING = (_X86_NO_DESTINATION | _X86_STOPS | (_X86_CONDITIONAL - _X86_LOOPS)
+                       | {"leave", "pause", "lfence", "mfence", "sfence", "vzeroupper",
+                          "vzeroall", "cld", "std", "clc", "stc", "cmc"})
+# String operations (without rep) step rdi/rsi; capstone names their operands
+# "byte ptr [rdi]"; SSE's movsd and cmpsd share two of the names.
+_X86_STRING_OPERATIONS = frozenset(f"{name}{width}" for name in ("movs", "stos", "lods", "scas",
+                                                                 "cmps", "ins", "outs")
+                                   for width in "bwdq")
+_X86_STRING_OPERAND = re.compile(r"\[[re][sd]i\]")
+
+
 class _X86Walk(_FunctionWalk):
     ARGUMENTS = ("rdi", "rsi", "rdx", "rcx", "r8", "r9")
     CALLER_SAVED = frozenset({"rax", "rcx", "rdx", "rsi", "rdi", "r8", "r9", "r10", "r11"})
+
+    @staticmethod
+    def control_transfer(mnemonic: str, operands: str) -> tuple[bool, int | None] | None:
+        if mnemonic in _X86_CALLS or mnemonic in _X86_JUMPS:
+            return mnemonic in _X86_CALLS, _immediate(operands)
+        return None
+
+    @staticmethod
+    def registers_set(mnemonic: str, operands: str) -> tuple[str, ...] | None:
+        if mnemonic in _X86_WRITES_NOTHING:
+            return ()
+        if " " in mnemonic:  # prefixes: a rep-prefixed string operation moves rcx, rdi, rsi
+            prefix, _, bare = mnemonic.rpartition(" ")
+            return None if "rep" in prefix else _X86Walk.registers_set(bare, operands)
+        if mnemonic in _X86_LOOPS:
+            return ("rcx",)
+        # Implicit destinations (mul/div, cpuid, string operations, operand-less
+        # instructions such as cdqe or lahf): what they write is not in the text.
+        if mnemonic in _X86_IMPLICIT or not operands \
+                or (mnemonic == "imul" and "," not in operands) \
+                or (mnemonic in _X86_STRING_OPERATIONS and _X86_STRING_OPERAND.search(operands)):
+            return None
+        family = _X86_FAMILY.get(operands.partition(", ")[0])
+        return (family,) if family is not None else ()
 
     def __init__(self, analyzer: EffectsAnalyzer, start: int, code: memoryview,
                  sized: bool) -> None:
@@ -696,9 +771,41 @@ def _a64_register(name: str) -> str | None:
     return None
 
 
+_A64_CALLS = frozenset({"bl", "blr"})
+_A64_JUMPS = frozenset({"b", "br"})
+_A64_WRITES_NOTHING = _A64_NO_DESTINATION | _A64_STOPS | _A64_CONDITIONAL
+_A64_SYSTEM_CALLS = frozenset({"svc", "hvc", "smc"})
+
+
 class _Arm64Walk(_FunctionWalk):
     ARGUMENTS = ("x0", "x1", "x2", "x3", "x4", "x5", "x6", "x7")
     CALLER_SAVED = frozenset([f"x{n}" for n in range(19)] + ["x30"])
+    CALL_WRITES = frozenset({"x30"})  # bl/blr put the return address in the link register
+
+    @staticmethod
+    def control_transfer(mnemonic: str, operands: str) -> tuple[bool, int | None] | None:
+        if mnemonic in _A64_CALLS or mnemonic in _A64_JUMPS:
+            return mnemonic in _A64_CALLS, _immediate(operands.lstrip("#"))
+        return None
+
+    @staticmethod
+    def registers_set(mnemonic: str, operands: str) -> tuple[str, ...] | None:
+        if mnemonic in _A64_WRITES_NOTHING:
+            return ()
+        if not operands or mnemonic in _A64_SYSTEM_CALLS:
+            return None
+        match = _A64_MEMORY.search(operands) if mnemonic.startswith(_A64_TRANSFER) else None
+        if match is None:
+            first = _a64_register(operands.partition(",")[0])
+            return (first,) if first is not None else ()
+        listed = [_a64_register(r) for r in operands[: match.start()].rstrip(", ").split(", ")]
+        if mnemonic.startswith("ld") or mnemonic.startswith(_A64_READ_WRITE):
+            written = listed
+        else:  # a store writes only its exclusive status register
+            written = listed[:1] if mnemonic.startswith(("stx", "stlx")) else []
+        if match.group(3) or match.group(4):  # pre/post-index writeback
+            written.append(_a64_register(match.group(1)))
+        return tuple(r for r in written if r is not None)
 
     def other(self, address: int, size: int, mnemonic: str, operands: str) -> bool:
         if mnemonic in _A64_STOPS:
@@ -842,6 +949,7 @@ class EffectsAnalyzer:
         self._walk = _WALKS.get(machine) if supported else None
         self._summaries: dict[int, _Summary] = {}
         self._targets: dict[int, _Target] = {}
+        self._written: dict[int, frozenset[str] | None] = {}
         self._decode_error: type[Exception] = ElfpatchError  # capstone's, once imported
         # ET_EXEC: code may hold data addresses as immediates (mov esi, OFFSET obj).
         self.fixed_addresses = elf.header.type == ET_EXEC
@@ -918,6 +1026,63 @@ class EffectsAnalyzer:
                 known = _Target(None, address, False)
             self._targets[address] = known
         return known
+
+    def registers_written(self, callee: _Target) -> frozenset[str] | None:
+        """The caller-saved registers a call to ``callee`` may change; None when unknown.
+
+        Known only for this object's own code, read whole: a call through the
+        PLT or GOT may reach another object (and the lazy-binding resolver).
+        """
+        if callee.external or callee.follow is None:
+            return None
+        return self._written_by(callee.follow, 0)
+
+    def _written_by(self, address: int, depth: int) -> frozenset[str] | None:
+        if address in self._written:
+            return self._written[address]
+        if depth > MAX_WRITES_DEPTH:
+            return None
+        self._written[address] = None  # a recursive call meets "unknown"
+        written = self._written[address] = self._sweep_writes(address, depth)
+        return written
+
+    def _sweep_writes(self, address: int, depth: int) -> frozenset[str] | None:
+        """Every register one function (and what it calls) may write, or None."""
+        assert self._walk is not None
+        walk, engine = self._walk, self.disassembler
+        found = self.index.function_at(address)
+        size = found[1] if found else 0
+        code = self.index.code_at(address, size) if 0 < size <= MAX_WRITES_BYTES else None
+        if code is None or len(code) < size:
+            return None
+        written: set[str] = set()
+        reached = address
+        try:
+            # Most sweeps stop early, at a call through the PLT: decode a little at a time.
+            for at, length, mnemonic, operands in decode_in_chunks(engine, bytes(code), address):
+                reached = at + length
+                transfer = walk.control_transfer(mnemonic, operands)
+                if transfer is None:
+                    registers = walk.registers_set(mnemonic, operands)
+                    if registers is None:
+                        return None
+                    written.update(registers)
+                    continue
+                is_call, target = transfer
+                if not is_call and target is not None and address <= target < address + size:
+                    continue  # a branch inside the function
+                callee = self.code_target(target) if target is not None else None
+                inner = self._written_by(callee.follow, depth + 1) \
+                    if callee is not None and not callee.external and callee.follow is not None \
+                    else None
+                if inner is None:
+                    return None
+                written |= inner | (walk.CALL_WRITES if is_call else frozenset())
+        except (ElfpatchError, self._decode_error):
+            return None
+        if reached < address + size:  # bytes that do not decode
+            return None
+        return frozenset(written) & walk.CALLER_SAVED
 
     def summary(self, address: int) -> _Summary:
         """The effects of the one function at ``address`` (cached)."""
