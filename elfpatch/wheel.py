@@ -12,7 +12,10 @@ import os
 import struct
 import zipfile
 import zlib
+from collections.abc import Iterator
+from functools import cache
 from pathlib import Path
+from types import ModuleType
 from typing import IO
 
 from elfpatch.elf.constants import ELF_MAGIC
@@ -28,6 +31,21 @@ _IN_MEMORY_LIMIT = 64 << 20
 # NotImplementedError for an unknown compression method, RuntimeError when encrypted.
 _MEMBER_FAILURES = (zipfile.BadZipFile, zlib.error, NotImplementedError, RuntimeError, OSError,
                     EOFError)
+
+# Compressed bytes read, and inflated bytes produced, at a time.
+_INFLATE_INPUT = 1 << 20
+_INFLATE_OUTPUT = 8 << 20
+
+
+@cache
+def _deflate() -> ModuleType:
+    """ISA-L's inflate when installed (zlib's interface, about 4x as fast: 0.6 s
+    instead of 2.5 s for libtorch_cpu.so, the critical path of a torch wheel), else zlib."""
+    try:
+        from isal import isal_zlib
+    except ImportError:
+        return zlib
+    return isal_zlib
 
 
 def is_archive_name(path: Path) -> bool:
@@ -119,40 +137,113 @@ class _RawReader:
 
     def _data_start(self, info: zipfile.ZipInfo) -> int:
         assert self.handle is not None
-        header = os.pread(self.handle.fileno(), 30, info.header_offset)
-        if len(header) < 30 or header[:4] != b"PK\x03\x04":
-            raise zipfile.BadZipFile("bad local file header")
-        name_length, extra_length = struct.unpack("<HH", header[26:30])
-        return info.header_offset + 30 + name_length + extra_length
+        return _data_offset(self.handle.fileno(), info)
 
 
 def open_member(archive: zipfile.ZipFile, member: str, archive_name: str) -> ElfFile:
     label = f"{archive_name}:{member}"
     try:
         info = archive.getinfo(member)
-        with archive.open(info) as source:
-            if info.file_size <= _IN_MEMORY_LIMIT:
-                return ElfFile(source.read(), label)
-            return ElfFile(_spool_to_map(source, info.file_size), label)
-    except (*_MEMBER_FAILURES, KeyError) as error:
+        return ElfFile(_member_data(archive, info), label)
+    except (*_MEMBER_FAILURES, _deflate().error, KeyError) as error:
         raise InputError(label, f"cannot read archive member ({error})") from None
 
 
-def _spool_to_map(source: IO[bytes], size: int) -> mmap.mmap:
+def _member_data(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes | mmap.mmap:
+    """The member's bytes: in memory when small, in an anonymous mapping when large."""
+    descriptor = _file_descriptor(archive)
+    if descriptor is not None and info.compress_type == zipfile.ZIP_DEFLATED \
+            and not info.flag_bits & 0x1:
+        chunks = _inflated(descriptor, info)
+    else:  # stored, encrypted, another method, or an archive not read from a file
+        chunks = _read_through_zipfile(archive, info)
+    if info.file_size <= _IN_MEMORY_LIMIT:
+        return b"".join(chunks)
+    return _spool_to_map(chunks, info.file_size)
+
+
+def _file_descriptor(archive: zipfile.ZipFile) -> int | None:
+    try:
+        return archive.fp.fileno() if archive.fp is not None else None
+    except (AttributeError, OSError, ValueError):  # an in-memory archive
+        return None
+
+
+def _read_through_zipfile(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> Iterator[bytes]:
+    with archive.open(info) as source:
+        while chunk := source.read(8 << 20):
+            yield chunk
+
+
+def _inflated(descriptor: int, info: zipfile.ZipInfo) -> Iterator[bytes]:
+    """A deflated member inflated straight from the archive, checked as zipfile checks it.
+
+    Read with pread at the member's own offsets, so it does not disturb the
+    archive object's file position; each step's output is bounded, so a
+    member that inflates past its stated size is refused as soon as it does.
+    """
+    deflate = _deflate()
+    inflater = deflate.decompressobj(-zlib.MAX_WBITS)
+    compressed = _compressed_chunks(descriptor, info)
+    size = crc = 0
+    pending, exhausted = b"", False
+    while not inflater.eof:
+        if not pending and not exhausted:
+            pending = next(compressed, b"")
+            exhausted = not pending
+        # With its output bounded, the inflater may hold output back after
+        # taking in the last input: it is asked again, with nothing new.
+        data = inflater.decompress(pending, _INFLATE_OUTPUT)
+        pending = inflater.unconsumed_tail
+        if not data:
+            if exhausted:
+                break  # the stream ends early
+            continue
+        size += len(data)
+        if size > info.file_size:
+            raise zipfile.BadZipFile(f"inflates past its stated {info.file_size} bytes")
+        crc = deflate.crc32(data, crc)
+        yield data
+    if not inflater.eof or size != info.file_size:
+        raise zipfile.BadZipFile(f"inflates to {size} bytes, not {info.file_size}")
+    if crc != info.CRC:
+        raise zipfile.BadZipFile("CRC-32 does not match")
+
+
+def _compressed_chunks(descriptor: int, info: zipfile.ZipInfo) -> Iterator[bytes]:
+    offset = _data_offset(descriptor, info)
+    end = offset + info.compress_size
+    while offset < end:
+        chunk = os.pread(descriptor, min(_INFLATE_INPUT, end - offset), offset)
+        if not chunk:
+            raise EOFError("the archive ends inside the member")
+        offset += len(chunk)
+        yield chunk
+
+
+def _data_offset(descriptor: int, info: zipfile.ZipInfo) -> int:
+    """Where the member's data starts: after its local header, whose extra field may
+    differ from the central directory's."""
+    header = os.pread(descriptor, 30, info.header_offset)
+    if len(header) < 30 or header[:4] != b"PK\x03\x04":
+        raise zipfile.BadZipFile("bad local file header")
+    name_length, extra_length = struct.unpack("<HH", header[26:30])
+    return info.header_offset + 30 + name_length + extra_length
+
+
+def _spool_to_map(chunks: Iterator[bytes], size: int) -> mmap.mmap:
     # Populated up front: faulting in 100k pages one by one while writing
     # them cost 0.1-0.3 s for libtorch_cpu.so.
     flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | getattr(mmap, "MAP_POPULATE", 0)
     mapping = mmap.mmap(-1, max(size, 1), flags=flags)
-    view, position = memoryview(mapping), 0
-    try:
-        while position < size:
-            chunk = view[position : min(size, position + (8 << 20))]
-            count = source.readinto(chunk)  # type: ignore[attr-defined]
-            if not count:
-                raise EOFError(f"member ends after {position} of {size} bytes")
-            position += count
-    finally:
-        view.release()
+    position = 0
+    for chunk in chunks:
+        if position + len(chunk) > size:
+            raise zipfile.BadZipFile(f"member is longer than its {size} bytes")
+        mapping[position : position + len(chunk)] = chunk
+        position += len(chunk)
+    if position != size:
+        raise EOFError(f"member ends after {position} of {size} bytes")
     return mapping
 
 
