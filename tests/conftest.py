@@ -58,3 +58,45 @@ def run_elfpatch(*args: str, cwd: Path | None = None) -> subprocess.CompletedPro
     """The installed command line, in a subprocess, as a user runs it."""
     return subprocess.run([sys.executable, "-m", "elfpatch", *args], capture_output=True,
                           text=True, cwd=cwd, timeout=600)
+
+
+# The wheel the check tests gate: two UNIQUE definitions, one static initializer,
+# one exit-time destructor.
+WHEEL_SETUP = """
+from setuptools import Extension, setup
+setup(name="uniqpkg", version="1.0", packages=["uniqpkg"],
+      ext_modules=[Extension("uniqpkg._native", ["native.cpp"], language="c++")])
+"""
+
+WHEEL_NATIVE = r"""
+#include <Python.h>
+#include <string>
+inline int& calls() { static int count = 0; return count; }
+template <class T> struct Registry { static int size; };
+template <class T> int Registry<T>::size = 40;
+std::string module_name("uniqpkg");  // constructed at load, destroyed at exit
+static PyObject* bump(PyObject*, PyObject*) {
+    return PyLong_FromLong(++calls() + Registry<int>::size + (long)module_name.size());
+}
+static PyMethodDef methods[] = {{"bump", bump, METH_NOARGS, nullptr},
+                                {nullptr, nullptr, 0, nullptr}};
+static PyModuleDef module = {PyModuleDef_HEAD_INIT, "_native", nullptr, -1, methods};
+PyMODINIT_FUNC PyInit__native() { return PyModule_Create(&module); }
+"""
+
+
+@pytest.fixture(scope="session")
+def wheel(tmp_path_factory: pytest.TempPathFactory, cxx: object) -> Path:
+    """A real wheel around a gcc-built extension with two UNIQUE symbols (built once)."""
+    pytest.importorskip("setuptools")
+    root = tmp_path_factory.mktemp("wheel")
+    (root / "src" / "uniqpkg").mkdir(parents=True)
+    (root / "src" / "setup.py").write_text(WHEEL_SETUP)
+    (root / "src" / "native.cpp").write_text(WHEEL_NATIVE)
+    (root / "src" / "uniqpkg" / "__init__.py").write_text("")
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
+                            "--no-build-isolation", "--no-index", "-w", str(root / "dist"),
+                            str(root / "src")], capture_output=True, text=True)
+    if built.returncode != 0:
+        pytest.skip(f"cannot build a wheel offline here: {built.stderr.strip()[-300:]}")
+    return next((root / "dist").glob("*.whl"))

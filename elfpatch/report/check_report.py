@@ -1,21 +1,38 @@
-"""Renderings of a ``check`` result: text, JSON, GitHub workflow commands, JUnit XML."""
+"""Renderings of a ``check`` result: text, JSON, GitHub workflow commands, JUnit XML.
+
+The last two are read by programs, not people, and are shaped by what those
+programs accept. GitHub's runner reads ``::error file=…,title=…::message``
+lines; it splits the properties on ',' and '=', unescapes ``%25 %0D %0A %3A
+%2C`` in them and ``%25 %0D %0A`` in the message, and turns only the first 10
+error and 10 warning commands of a step into annotations (the rest reach the
+log only). The JUnit consumers (Jenkins, GitLab, the GitHub test-report
+actions) read testsuites > testsuite > testcase, take a test case's first
+``failure`` or ``error`` child as its outcome, and need ``name`` on suites and
+cases and ``tests``, ``failures``, ``errors`` on suites, counted in test cases.
+"""
 
 from __future__ import annotations
 
-from collections import defaultdict
+import re
+from collections import Counter, defaultdict
+from dataclasses import dataclass, replace
 from typing import Any
 from xml.etree import ElementTree
 
-from elfpatch.analysis.check import CheckResult, Finding, LibraryCheck
+from elfpatch.analysis.check import CheckResult, Clash, Finding, LibraryCheck
+from elfpatch.errors import ElfpatchError
 from elfpatch.report.scan_json import SCHEMA_VERSION, error_record, file_record
 from elfpatch.report.style import Styler, plural
+
+# The group of libraries given as files rather than found in an archive.
+_LOOSE_FILES = "(files)"
 
 
 def _by_archive(result: CheckResult) -> dict[str, list[LibraryCheck]]:
     groups: dict[str, list[LibraryCheck]] = defaultdict(list)
     for library in result.libraries:
         source = library.facts.source
-        groups[source.path if source.member else "(files)"].append(library)
+        groups[source.path if source.member else _LOOSE_FILES].append(library)
     return groups
 
 
@@ -34,9 +51,7 @@ def render_text(result: CheckResult, style: Styler) -> str:
             lines.append(style(f"  {plural(quiet, 'other library', 'other libraries')}: "
                                "no findings", "dim"))
     for clash in result.clashes:
-        where = ", ".join(f"{lib} ({package})" for package, lib in clash.defined_by)
-        lines.append(style(f"clash: {clash.demangled} is STB_GNU_UNIQUE in {where}: loaded "
-                           "together, they share one copy", "warn"))
+        lines.append(style(f"clash: {_clash_message(clash)}", "warn"))
     lines.append(_verdict(result, style))
     return "\n".join(lines) + "\n"
 
@@ -96,6 +111,25 @@ def render_json(result: CheckResult) -> dict[str, Any]:
     }
 
 
+# GitHub Actions workflow commands.
+
+# The runner keeps the first 10 error and the first 10 warning annotations of a
+# step; every later one is a line in the step's log and nothing more.
+GITHUB_SHOWN_PER_KIND = 10
+# Messages quoted in an annotation that stands for many.
+_EXAMPLES_PER_HEADLINE = 5
+_GROUPS_NAMED_IN_REMAINDER = 20
+
+
+@dataclass(frozen=True)
+class _Annotation:
+    level: str  # the workflow command: "error" or "warning"
+    title: str  # also what annotations are grouped by when there are too many to show
+    message: str
+    file: str | None = None
+    subject: str = ""  # what the message is about when the message does not say it
+
+
 def _escape_property(value: str) -> str:
     return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A") \
         .replace(":", "%3A").replace(",", "%2C")
@@ -105,46 +139,239 @@ def _escape_data(value: str) -> str:
     return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
+def _workflow_command(annotation: _Annotation) -> str:
+    properties = ",".join(f"{name}={_escape_property(value)}"
+                          for name, value in (("file", annotation.file),
+                                              ("title", annotation.title)) if value)
+    if properties[-1:].isspace():
+        # The runner trims the property list as a whole, which would take white
+        # space ending the last value with it; it drops empty entries, so a
+        # trailing comma keeps the value whole.
+        properties += ","
+    head = f"{annotation.level} {properties}" if properties else annotation.level
+    return f"::{head}::{_escape_data(annotation.message)}"
+
+
+def _finding_annotations(result: CheckResult) -> list[_Annotation]:
+    return [_Annotation("error" if finding.level == "error" else "warning",
+                        f"elfpatch {finding.rule} in {finding.library}", finding.message,
+                        library.facts.source.path, finding.library)
+            for library in result.libraries for finding in library.findings
+            if not finding.baselined]
+
+
+def _clash_message(clash: Clash) -> str:
+    where = ", ".join(f"{lib} ({package})" for package, lib in clash.defined_by)
+    return (f"{clash.demangled} is STB_GNU_UNIQUE in {where}: loaded together, "
+            "they share one copy")
+
+
+def _clash_fails(result: CheckResult) -> bool:
+    return result.policy.unique == "error"
+
+
+def _clash_annotations(result: CheckResult) -> list[_Annotation]:
+    # A clash fails the check like a finding does, so it must not pass unseen.
+    level = "error" if _clash_fails(result) else "warning"
+    return [_Annotation(level, "elfpatch UNIQUE clash between packages", _clash_message(c))
+            for c in result.clashes]
+
+
+def _input_error_annotations(result: CheckResult) -> list[_Annotation]:
+    return [_Annotation("error", "elfpatch", error.reason, error.path, error.path)
+            for error in result.errors]
+
+
+def _headline(group: list[_Annotation]) -> _Annotation:
+    """One annotation standing for a group of the same title: its count and first messages."""
+    if len(group) == 1:
+        return group[0]
+    first = group[0]
+    shown = [a.message for a in group[:_EXAMPLES_PER_HEADLINE]]
+    more = len(group) - len(shown)
+    lines = [f"{len(group)} {first.level}s, every one in this step's log; the first "
+             f"{len(shown)}:", *shown]
+    if more:
+        lines.append(f"… and {more} more")
+    return replace(first, title=f"{first.title} ({len(group)} {first.level}s)",
+                   message="\n".join(lines))
+
+
+def _remainder(groups: list[list[_Annotation]]) -> _Annotation:
+    """One annotation naming the groups that no longer fit, with their counts."""
+    level = groups[0][0].level
+    total = sum(len(group) for group in groups)
+    named = groups[:_GROUPS_NAMED_IN_REMAINDER]
+    lines = [f"{len(group)}: {group[0].title}" for group in named]
+    if len(groups) > len(named):
+        lines.append(f"… and {len(groups) - len(named)} more groups")
+    return _Annotation(level, f"elfpatch: {total} more {level}s",
+                       "\n".join([f"{total} more {level}s, every one in this step's log:",
+                                  *lines]))
+
+
+def _headlines(annotations: list[_Annotation]) -> list[_Annotation]:
+    """At most GITHUB_SHOWN_PER_KIND annotations that account for all of ``annotations``."""
+    groups: dict[tuple[str | None, str], list[_Annotation]] = defaultdict(list)
+    for annotation in annotations:
+        groups[annotation.file, annotation.title].append(annotation)
+    ordered = list(groups.values())
+    if len(ordered) <= GITHUB_SHOWN_PER_KIND:
+        return [_headline(group) for group in ordered]
+    kept = GITHUB_SHOWN_PER_KIND - 1
+    return [*(_headline(group) for group in ordered[:kept]), _remainder(ordered[kept:])]
+
+
+def _for_the_log(annotation: _Annotation) -> _Annotation:
+    # Past the shown ones, the runner writes only the message to the log: it
+    # has to name its library or input itself.
+    if not annotation.subject:
+        return annotation
+    return replace(annotation, message=f"{annotation.subject}: {annotation.message}")
+
+
 def render_github(result: CheckResult) -> str:
-    """GitHub Actions workflow commands: one annotation per finding and error."""
-    lines = []
-    for library in result.libraries:
-        path = library.facts.source.path
-        for finding in library.findings:
-            if finding.baselined:
-                continue
-            command = "error" if finding.level == "error" else "warning"
-            title = f"elfpatch {finding.rule} in {finding.library}"
-            lines.append(f"::{command} file={_escape_property(path)},"
-                         f"title={_escape_property(title)}::{_escape_data(finding.message)}")
-    for error in result.errors:
-        lines.append(f"::error file={_escape_property(error.path)},"
-                     f"title=elfpatch::{_escape_data(error.reason)}")
+    """GitHub Actions workflow commands: one annotation per finding, clash and unreadable input.
+
+    Findings in the baseline are left out. GitHub shows only the first 10 error
+    and the first 10 warning annotations of a step. When there are more of a
+    kind, headlines of that kind come first: one per library and rule (per
+    input for unreadable ones, one for all clashes) with the count and the
+    first messages, and, past nine such groups, a tenth naming the remaining
+    groups with their counts; so what is shown accounts for every finding.
+    Every annotation of that kind follows, its message naming its library, so
+    the step's log still lists them all.
+    """
+    annotations = [*_finding_annotations(result), *_clash_annotations(result),
+                   *_input_error_annotations(result)]
+    crowded = [level for level in ("error", "warning")
+               if sum(a.level == level for a in annotations) > GITHUB_SHOWN_PER_KIND]
+    headlines = [headline for level in crowded
+                 for headline in _headlines([a for a in annotations if a.level == level])]
+    lines = [_workflow_command(a) for a in headlines]
+    lines += [_workflow_command(_for_the_log(a) if a.level in crowded else a)
+              for a in annotations]
     return "\n".join(lines) + ("\n" if lines else "")
 
 
+# JUnit XML.
+
+# Characters XML 1.0 cannot carry, even escaped; a symbol or member name could hold one.
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _xml_safe(text: str) -> str:
+    return _NOT_XML.sub(lambda m: m[0].encode("unicode_escape").decode("ascii"), text)
+
+
+def _element(parent: ElementTree.Element | None, tag: str, text: str | None = None,
+             **attributes: str) -> ElementTree.Element:
+    safe = {name: _xml_safe(value) for name, value in attributes.items()}
+    element = (ElementTree.Element(tag, safe) if parent is None
+               else ElementTree.SubElement(parent, tag, safe))
+    if text is not None:
+        element.text = _xml_safe(text)
+    return element
+
+
+def _test_case(classname: str, name: str) -> ElementTree.Element:
+    # No per-library timing exists; a time of 0 is still given because some
+    # readers (dorny/test-reporter) show NaN without one.
+    return _element(None, "testcase", classname=classname, name=name, time="0")
+
+
+def _violation_line(finding: Finding) -> str:
+    return f"{finding.rule}: {finding.message} (baseline key: {finding.key})"
+
+
+def _note_line(finding: Finding) -> str:
+    status = "in the baseline" if finding.baselined else finding.level
+    return f"{status} {finding.rule}: {finding.message}"
+
+
+def _failure_summary(violations: list[Finding]) -> tuple[str, str]:
+    """The failure's type and message: the rule and message of one, or counts of several."""
+    if len(violations) == 1:
+        return violations[0].rule, violations[0].message
+    rules = Counter(f.rule for f in violations)
+    counts = ", ".join(f"{rule} ({count})" for rule, count in rules.items())
+    kind = next(iter(rules)) if len(rules) == 1 else "elfpatch"
+    return kind, f"{plural(len(violations), 'violation')}: {counts}"
+
+
+def _library_case(archive: str, library: LibraryCheck) -> ElementTree.Element:
+    case = _test_case(archive, library.facts.identity)
+    violations = [f for f in library.findings if f.violation]
+    if violations:
+        # One failure holding every violation: Jenkins, dorny/test-reporter and
+        # mikepenz/action-junit-report read only a test case's first failure.
+        # Its type is a rule name, never one of the values GitLab's XML reader
+        # gives a meaning to (symbol, yaml, array, integer...).
+        kind, message = _failure_summary(violations)
+        _element(case, "failure", "\n".join(_violation_line(f) for f in violations),
+                 type=kind, message=message)
+    notes = [f for f in library.findings if not f.violation]
+    if notes:
+        _element(case, "system-out", "\n".join(_note_line(f) for f in notes))
+    return case
+
+
+def _clash_case(clash: Clash, fails: bool) -> ElementTree.Element:
+    case = _test_case("clashes", clash.demangled)
+    message = _clash_message(clash)
+    if fails:
+        _element(case, "failure", f"{message} (symbol {clash.symbol})", type="unique-clash",
+                 message=message)
+    else:
+        _element(case, "system-out", message)
+    return case
+
+
+def _input_case(error: ElfpatchError) -> ElementTree.Element:
+    case = _test_case("inputs", error.path)
+    # GitLab shows an error's text, Jenkins its message attribute: both are given.
+    _element(case, "error", error.one_line(), type=type(error).__name__, message=error.reason)
+    return case
+
+
+def _counts(cases: list[ElementTree.Element]) -> dict[str, str]:
+    """The counts consumers expect on a suite, in test cases (not in findings)."""
+    return {"tests": str(len(cases)),
+            "failures": str(sum(case.find("failure") is not None for case in cases)),
+            "errors": str(sum(case.find("error") is not None for case in cases))}
+
+
+def _add_suite(parent: ElementTree.Element, name: str, cases: list[ElementTree.Element],
+               file: str | None = None) -> None:
+    suite = _element(parent, "testsuite", name=name, **_counts(cases), skipped="0", time="0")
+    if file is not None:
+        # mikepenz/action-junit-report places its annotations on the suite's file.
+        suite.set("file", _xml_safe(file))
+    suite.extend(cases)
+
+
 def render_junit(result: CheckResult) -> str:
-    """JUnit XML: a test suite per archive, a test case per library."""
-    suites = ElementTree.Element("testsuites", name="elfpatch check")
+    """JUnit XML: a test suite per archive with a test case per library, failing on violations.
+
+    A failing test case has one ``failure`` listing all its violations (its
+    ``message`` counts them); warnings and findings in the baseline go to its
+    ``system-out``. UNIQUE clashes between packages are a suite of their own,
+    failing when the policy makes UNIQUE definitions errors, and inputs that
+    could not be read are test cases in ``error``. Counts are in test cases, as
+    the Ant format has them. Characters XML cannot carry are written as
+    ``\\xNN`` escapes.
+    """
+    root = _element(None, "testsuites", name="elfpatch check")
     for archive, libraries in _by_archive(result).items():
-        violations = sum(1 for lib in libraries for f in lib.findings if f.violation)
-        suite = ElementTree.SubElement(suites, "testsuite", name=archive,
-                                       tests=str(len(libraries)), failures=str(violations),
-                                       errors="0", skipped="0")
-        for library in libraries:
-            case = ElementTree.SubElement(suite, "testcase", classname=archive,
-                                          name=library.facts.identity)
-            for finding in library.findings:
-                if finding.violation:
-                    failure = ElementTree.SubElement(case, "failure", type=finding.rule,
-                                                     message=finding.message)
-                    failure.text = finding.key
+        _add_suite(root, archive, [_library_case(archive, lib) for lib in libraries],
+                   file=None if archive == _LOOSE_FILES else archive)
+    if result.clashes:
+        fails = _clash_fails(result)
+        _add_suite(root, "clashes", [_clash_case(clash, fails) for clash in result.clashes])
     if result.errors:
-        suite = ElementTree.SubElement(suites, "testsuite", name="inputs",
-                                       tests=str(len(result.errors)), failures="0",
-                                       errors=str(len(result.errors)), skipped="0")
-        for error in result.errors:
-            case = ElementTree.SubElement(suite, "testcase", classname="inputs", name=error.path)
-            ElementTree.SubElement(case, "error", message=error.reason)
-    ElementTree.indent(suites)
-    return ElementTree.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
+        _add_suite(root, "inputs", [_input_case(error) for error in result.errors])
+    for total in ("tests", "failures", "errors"):
+        root.set(total, str(sum(int(suite.get(total, "0")) for suite in root)))
+    root.set("time", "0")
+    ElementTree.indent(root)
+    return ElementTree.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
