@@ -23,7 +23,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import Command, CommandFailed, Measurements, compile_bytecode, run_once, table
+from common import (
+    Command,
+    CommandFailed,
+    Measurements,
+    by_name,
+    compile_bytecode,
+    elfpatch_argv,
+    heading,
+    run_once,
+    table,
+    timing_options,
+)
 
 LIEF_FIX = """
 import sys
@@ -51,8 +62,8 @@ TARGET_RSS_MIB = 300
 
 def commands_for(library: str, mode: str, output: str, python: str) -> list[Command]:
     return [
-        Command(f"elfpatch fix --to {mode}", (python, "-m", "elfpatch", "fix", "--to", mode,
-                                              "-o", output, library)),
+        Command(f"elfpatch fix --to {mode}", elfpatch_argv(python, "fix", "--to", mode,
+                                                           "-o", output, library)),
         Command(BASELINE, ("cp", library, output)),
         Command(LIEF, (python, "-c", LIEF_FIX, mode, library, output)),
     ]
@@ -86,8 +97,7 @@ def measure(commands: Sequence[Command], rounds: dict[str, int], warmup: int, ou
 
 def verdict(results: Sequence[Measurements], mode: str) -> str:
     ours = results[0]
-    base = next(m for m in results if m.command.name == BASELINE)
-    ratio = ours.median_seconds / base.median_seconds
+    ratio = ours.ratio_to(by_name(results, BASELINE))
     text = f"elfpatch --to {mode}: {ratio:.2f}x cp, peak RSS {ours.peak_rss_mib:.0f} MiB"
     if mode == "local":
         speed = "within" if ratio <= TARGET_RATIO else "OVER"
@@ -99,28 +109,23 @@ def verdict(results: Sequence[Measurements], mode: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("library", metavar="LIB")
-    parser.add_argument("--runs", type=int, default=5, help="timed rounds (default 5)")
+    timing_options(parser, "the interpreter with elfpatch and LIEF installed")
     parser.add_argument("--lief-runs", type=int, default=None,
                         help="timed rounds for LIEF (default: --runs; 0 leaves it out)")
-    parser.add_argument("--warmup", type=int, default=1, help="untimed rounds first (default 1)")
     parser.add_argument("--modes", default=",".join(MODES),
                         help="comma-separated (default: all three)")
     parser.add_argument("--work-dir", help="where NEW is written (default: a temporary folder "
                         "under $TMPDIR)")
     parser.add_argument("--no-sync", action="store_true",
                         help="do not sync the disk between runs")
-    parser.add_argument("--python", default=sys.executable,
-                        help="the interpreter with elfpatch and LIEF installed")
     options = parser.parse_args(argv)
     compile_bytecode(options.python)
     library = str(Path(options.library).resolve())
     lief_runs = options.runs if options.lief_runs is None else options.lief_runs
-    size = Path(library).stat().st_size
     status = 0
     with tempfile.TemporaryDirectory(prefix="elfpatch-bench-", dir=options.work_dir) as work:
         output = Path(work) / "NEW.so"
-        print(f"{library} ({size / 1e6:.0f} MB); {options.runs} alternating runs "
-              f"(LIEF {lief_runs}), medians\n")
+        print(heading(library, options.runs, f" (LIEF {lief_runs})") + "\n")
         for mode in options.modes.split(","):
             commands = commands_for(library, mode, str(output), options.python)
             rounds = {c.name: options.runs for c in commands}

@@ -21,7 +21,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import Command, CommandFailed, alternate, compile_bytecode, table
+from common import (
+    Command,
+    Measurements,
+    alternate,
+    by_name,
+    compile_bytecode,
+    each_input,
+    elfpatch_argv,
+    table,
+    timing_options,
+)
 
 PYELFTOOLS_LOOP = """
 import sys
@@ -46,8 +56,7 @@ TARGET_RSS_MIB = 150
 
 
 def commands_for(library: str, python: str) -> list[Command]:
-    found = [Command("elfpatch scan --json", (python, "-m", "elfpatch", "scan", "--json",
-                                              library))]
+    found = [Command("elfpatch scan --json", elfpatch_argv(python, "scan", "--json", library))]
     for tool, name, argv in (("readelf", BASELINE, ("readelf", "--dyn-syms", "-W", library)),
                              ("nm", "nm -D", ("nm", "-D", library))):
         if shutil.which(tool):
@@ -61,7 +70,7 @@ def commands_for(library: str, python: str) -> list[Command]:
 
 def unique_counts(library: str, python: str) -> str:
     """A sanity line: elfpatch and readelf count the same UNIQUE symbols in .dynsym."""
-    document = json.loads(subprocess.run([python, "-m", "elfpatch", "scan", "--json", library],
+    document = json.loads(subprocess.run(elfpatch_argv(python, "scan", "--json", library),
                                          capture_output=True, text=True, check=True).stdout)
     ours = sum(1 for u in document["files"][0]["unique"] if u["table"] == ".dynsym")
     line = f"UNIQUE in .dynsym: elfpatch {ours}"
@@ -72,40 +81,35 @@ def unique_counts(library: str, python: str) -> str:
     return line
 
 
+def verdict(results: list[Measurements], baseline: str) -> str:
+    ours = results[0]
+    parts = []
+    if baseline == BASELINE:
+        faster = ours.median_seconds <= by_name(results, BASELINE).median_seconds
+        parts.append("no slower than readelf" if faster else "SLOWER than readelf")
+    parts.append(f"peak RSS {ours.peak_rss_mib:.0f} MiB "
+                 f"({'under' if ours.peak_rss_mib < TARGET_RSS_MIB else 'OVER'} "
+                 f"{TARGET_RSS_MIB} MiB)")
+    return "elfpatch: " + "; ".join(parts)
+
+
+def benchmark(library: str, options: argparse.Namespace) -> None:
+    commands = commands_for(library, options.python)
+    results = alternate(commands, options.runs, options.warmup)
+    baseline = BASELINE if any(c.name == BASELINE for c in commands) else commands[0].name
+    print(table(results, baseline))
+    print(unique_counts(library, options.python))
+    print(verdict(results, baseline) + "\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("libraries", nargs="+", metavar="LIB")
-    parser.add_argument("--runs", type=int, default=5, help="timed rounds (default 5)")
-    parser.add_argument("--warmup", type=int, default=1, help="untimed rounds first (default 1)")
-    parser.add_argument("--python", default=sys.executable,
-                        help="the interpreter with elfpatch, pyelftools and LIEF installed")
+    timing_options(parser, "the interpreter with elfpatch, pyelftools and LIEF installed")
     options = parser.parse_args(argv)
     compile_bytecode(options.python)
-    status = 0
-    for library in options.libraries:
-        size = Path(library).stat().st_size
-        print(f"{library} ({size / 1e6:.0f} MB), {options.runs} alternating runs, medians")
-        commands = commands_for(library, options.python)
-        try:
-            results = alternate(commands, options.runs, options.warmup)
-        except CommandFailed as error:
-            print(f"error: {error}", file=sys.stderr)
-            status = 1
-            continue
-        baseline = BASELINE if any(c.name == BASELINE for c in commands) else commands[0].name
-        print(table(results, baseline))
-        print(unique_counts(library, options.python))
-        ours = results[0]
-        verdict = []
-        if baseline == BASELINE:
-            reference = next(m for m in results if m.command.name == BASELINE)
-            faster = ours.median_seconds <= reference.median_seconds
-            verdict.append("no slower than readelf" if faster else "SLOWER than readelf")
-        verdict.append(f"peak RSS {ours.peak_rss_mib:.0f} MiB "
-                       f"({'under' if ours.peak_rss_mib < TARGET_RSS_MIB else 'OVER'} "
-                       f"{TARGET_RSS_MIB} MiB)")
-        print("elfpatch: " + "; ".join(verdict) + "\n")
-    return status
+    return each_input(options.libraries, options.runs,
+                      lambda library: benchmark(library, options))
 
 
 if __name__ == "__main__":

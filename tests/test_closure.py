@@ -29,6 +29,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests_support import TORCH_LIBRARY_VARIABLE, opt_in_file
 
 from elfpatch.analysis.closure import (
     Closure,
@@ -40,7 +41,6 @@ from elfpatch.elf import ldcache
 from elfpatch.elf.file import ElfFile
 
 ALGORITHMS = (1, 2)
-TORCH_CPU = Path("/tmp/torch/x/torch/lib/libtorch_cpu.so")
 MARKER = "@@dlopen@@"
 
 LIBRARY = r"""
@@ -540,11 +540,10 @@ def test_dlopen_with_a_cycle_to_the_root(dlopen_layout: tuple[Path, Path],
 
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
 def test_libtorch_cpu_as_python_dlopens_it(algorithm: int) -> None:
-    if not TORCH_CPU.is_file():
-        pytest.skip(f"{TORCH_CPU} does not exist")
+    torch_cpu = opt_in_file(TORCH_LIBRARY_VARIABLE, "the path of a libtorch_cpu.so")
     script = (f"import ctypes, os; os.write(2, b'{MARKER}\\n'); "
-              f"ctypes.CDLL({str(TORCH_CPU)!r})")
-    assert_dlopen_order([sys.executable, "-c", script], TORCH_CPU, algorithm)
+              f"ctypes.CDLL({str(torch_cpu)!r})")
+    assert_dlopen_order([sys.executable, "-c", script], torch_cpu, algorithm)
 
 
 # -- /etc/ld.so.cache ----------------------------------------------------------------------

@@ -31,6 +31,7 @@ from typing import Literal
 import pytest
 from conftest import require_tool, run_elfpatch
 from elfpatch.fixtures import build
+from tests_support import TORCH_LIBRARY_VARIABLE, opt_in_file
 
 DESTRUCTOR = "exit-time-destructor"
 CROSS = "cross-object-init-order"
@@ -335,7 +336,6 @@ VARIANT_FLAGS = {
     "zeroed-slots": [],
 }
 MACHINES = ["x86_64", "aarch64", "i686", "s390x"]
-REAL_LIBRARY = "ELFPATCH_TORCH_LIB"
 ABSOLUTE_TYPES = {"R_X86_64_64", "R_AARCH64_ABS64", "R_386_32", "R_390_64"}
 # ld packs relative relocations for these (binutils 2.40 ignores the option, with a
 # warning, for aarch64 and s390x).
@@ -548,10 +548,7 @@ CASES = [*(_case(machine, layout, variant) for machine in MACHINES for layout in
 def test_init_array_slots_equal_readelf_and_nm(case: tuple[str, str, str] | None,
                                                tmp_path: Path) -> None:
     if case is None:
-        configured = os.environ.get(REAL_LIBRARY)
-        if not configured:
-            pytest.skip(f"set {REAL_LIBRARY} to a library (e.g. libtorch_cpu.so) to run this")
-        path = Path(configured)
+        path = opt_in_file(TORCH_LIBRARY_VARIABLE, "a library (e.g. libtorch_cpu.so)")
     else:
         path = slot_fixture(*case)
         if case[2] == "zeroed-slots":

@@ -1,7 +1,8 @@
-"""Oracles the tests share: readelf's view of a file, and fixture output parsing."""
+"""Oracles the tests share: readelf's view of a file, fixture output parsing, opt-in inputs."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -48,10 +49,38 @@ def output_of(built: object) -> dict[str, str]:
     return {key: value for key, value in pairs}
 
 
+def readelf_unique_definitions(path: Path | str) -> set[tuple[int, str]]:
+    """(index, name) of the UNIQUE symbols ``.dynsym`` defines (Ndx not UND), per readelf."""
+    require_tool("readelf")
+    text = subprocess.run(["readelf", "--dyn-syms", "-W", str(path)], capture_output=True,
+                          text=True, check=True).stdout
+    rows = (_SYMBOL_ROW.match(line) for line in text.splitlines())
+    return {(int(row.group(1)), row.group(6).split("@")[0]) for row in rows
+            if row and row.group(3) == "UNIQUE" and row.group(5) != "UND"}
+
+
 def skip_without(*tools: str) -> None:
     for tool in tools:
         require_tool(tool)
 
 
-__all__ = ["output_of", "pytest", "readelf_symbols", "readelf_unique", "readelf_unique_names",
-           "skip_without"]
+# Opt-in tests on real, large inputs (a PyTorch wheel and one of its libraries)
+# that are not part of the repository: each runs only when its variable names a file.
+TORCH_LIBRARY_VARIABLE = "ELFPATCH_TORCH_LIB"  # e.g. .../torch/lib/libtorch_cpu.so
+TORCH_WHEEL_VARIABLE = "ELFPATCH_TORCH_WHEEL"  # e.g. torch-...-manylinux_2_28_x86_64.whl
+
+
+def opt_in_file(variable: str, what: str) -> Path:
+    """The file ``$variable`` names; a skip when it is unset, a failure when it is missing."""
+    configured = os.environ.get(variable)
+    if not configured:
+        pytest.skip(f"set {variable} to {what} to run this")
+    path = Path(configured)
+    if not path.is_file():
+        pytest.fail(f"{variable}={configured}: no such file")
+    return path
+
+
+__all__ = ["TORCH_LIBRARY_VARIABLE", "TORCH_WHEEL_VARIABLE", "opt_in_file", "output_of", "pytest",
+           "readelf_symbols", "readelf_unique", "readelf_unique_definitions",
+           "readelf_unique_names", "skip_without"]

@@ -1,0 +1,99 @@
+"""The benchmark scripts run end to end on small inputs and print their table and verdict.
+
+Each script runs once (one timed round, no warm-up) as a user runs it, on
+the fix tests' library or on a wheel holding it, built here.  These tests
+check that the scripts work; the timings they print mean nothing at this
+size and are not looked at.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from _build import make_wheel, require_tool
+from _fixbuild import VARIANTS, built_library
+
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+ONE_ROUND = ("--runs", "1", "--warmup", "0")
+TABLE_HEADER = re.compile(r"^command +median s +vs .+ +min s +max s +peak RSS MiB$", re.MULTILINE)
+
+
+@pytest.fixture(scope="module")
+def library() -> Path:
+    return built_library(VARIANTS["default"])
+
+
+@pytest.fixture
+def wheel(library: Path, tmp_path: Path) -> Path:
+    return make_wheel(tmp_path / "pkg-1.0-cp311-cp311-linux_x86_64.whl",
+                      {"pkg/libfixme.so": library.read_bytes()})
+
+
+def run_script(script: str, *arguments: str | Path) -> subprocess.CompletedProcess[str]:
+    """One timed round of ``script``, as a user runs it."""
+    return subprocess.run([sys.executable, str(BENCHMARKS / script), *ONE_ROUND,
+                           *map(str, arguments)], capture_output=True, text=True, timeout=300)
+
+
+def run_benchmark(script: str, *arguments: str | Path) -> str:
+    """The script's output, after checking it exited 0 and printed a timing table."""
+    result = run_script(script, *arguments)
+    assert result.returncode == 0, result.stderr
+    assert TABLE_HEADER.search(result.stdout), result.stdout
+    return result.stdout
+
+
+def require_module(name: str) -> None:
+    if importlib.util.find_spec(name) is None:
+        pytest.skip(f"the Python package {name} is not installed")
+
+
+def test_scan_benchmark(library: Path) -> None:
+    require_module("elftools")
+    require_module("lief")
+    output = run_benchmark("scan.py", library)
+    assert re.search(r"^UNIQUE in \.dynsym: elfpatch \d+", output, re.MULTILINE), output
+    assert re.search(r"^elfpatch: .*peak RSS \d+ MiB", output, re.MULTILINE), output
+
+
+def test_fix_benchmark(library: Path, tmp_path: Path) -> None:
+    # No disk sync between runs: it would only slow down whatever else the machine runs.
+    output = run_benchmark("fix.py", "--lief-runs", "0", "--no-sync", "--work-dir", tmp_path,
+                           library)
+    for mode in ("local", "weak-hidden", "global"):
+        assert re.search(rf"^elfpatch --to {mode}: [\d.]+x cp", output, re.MULTILINE), output
+    assert list(tmp_path.iterdir()) == []  # the temporary output is gone
+
+
+def test_inits_benchmark(library: Path) -> None:
+    require_tool("readelf")
+    output = run_benchmark("inits.py", library)
+    assert re.search(r'^elfpatch inits --json: [\d.]+x readelf -W -r, peak RSS \d+ MiB; '
+                     r'target "inits --json takes less time than readelf -W -r": (met|MISSED)$',
+                     output, re.MULTILINE), output
+
+
+@pytest.mark.parametrize("jobs", [(), ("-j", "2")], ids=["default-jobs", "two-jobs"])
+def test_check_benchmark(wheel: Path, jobs: tuple[str, ...]) -> None:
+    # The library defines UNIQUE symbols, so check exits 1: the benchmark accepts it.
+    require_tool("unzip")
+    output = run_benchmark("check.py", *jobs, wheel)
+    name = " ".join(("elfpatch check --format json", *jobs))
+    assert re.search(rf"^{re.escape(name)}: [\d.]+x unzip -p WHEEL '\*\.so\*', peak RSS \d+ MiB; "
+                     r'target "within 1.5x of unzip -p": (met|MISSED)$', output, re.MULTILINE), \
+        output
+
+
+def test_check_benchmark_fails_when_check_cannot_read_the_wheel(library: Path,
+                                                                tmp_path: Path) -> None:
+    require_tool("unzip")
+    not_a_wheel = make_wheel(tmp_path / "pkg-1.0-py3-none-any.whl",
+                             {"pkg/libfixme.so": library.read_bytes()}, with_metadata=False)
+    result = run_script("check.py", not_a_wheel)
+    assert result.returncode == 1
+    assert "elfpatch check --format json exited 2" in result.stderr, result.stderr
