@@ -1,8 +1,8 @@
 """Reading ELF members out of wheels (and plain zip archives).
 
 Members are recognised by their first four bytes and read one at a time:
-small ones into memory, large ones through a temporary file that is mapped,
-so that scanning a 190 MB wheel never unpacks it whole.
+small ones into memory, large ones into an anonymous mapping of their size,
+so that scanning a 190 MB wheel never unpacks it to disk.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 from types import ModuleType
-from typing import IO
 
 from elfpatch.elf.constants import ELF_MAGIC
 from elfpatch.elf.file import ElfFile
@@ -81,63 +80,49 @@ def _has_wheel_metadata(archive: zipfile.ZipFile) -> bool:
 def elf_members(archive: zipfile.ZipFile, archive_name: str) -> list[str]:
     """Names of the members that start with the ELF magic, in archive order."""
     found = []
-    with _RawReader(archive) as reader:
-        for info in archive.infolist():
-            if info.is_dir() or info.file_size < 16:
-                continue
-            try:
-                if reader.head(info, len(ELF_MAGIC)) == ELF_MAGIC:
-                    found.append(info.filename)
-            except _MEMBER_FAILURES as error:
-                raise InputError(f"{archive_name}:{info.filename}",
-                                 f"cannot read archive member ({error})") from None
+    descriptor = _file_descriptor(archive)
+    for info in archive.infolist():
+        if info.is_dir() or info.file_size < 16:
+            continue
+        try:
+            if _member_head(archive, descriptor, info, len(ELF_MAGIC)) == ELF_MAGIC:
+                found.append(info.filename)
+        except _MEMBER_FAILURES as error:
+            raise InputError(f"{archive_name}:{info.filename}",
+                             f"cannot read archive member ({error})") from None
     return found
 
 
-class _RawReader:
-    """The first bytes of members, read from their local headers.
+_HEAD_SAMPLE = 1024  # compressed bytes inflated for a head (a dynamic Huffman table fits)
+
+
+def _member_head(archive: zipfile.ZipFile, descriptor: int | None, info: zipfile.ZipInfo,
+                 length: int) -> bytes:
+    """The first bytes of a member, read after its local header.
 
     ``ZipFile.open`` costs some 30 microseconds a member, 0.4 s over the
     12,000 files of a torch wheel; reading the local header and inflating a
     few hundred bytes costs a tenth of that.  Encrypted members, other
-    compression methods and archives not opened from a path take the
+    compression methods and archives not read from a file take the
     ordinary route.
     """
+    direct = info.compress_type in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED)
+    if descriptor is None or not direct or _encrypted(info):
+        with archive.open(info) as member:
+            return member.read(length)
+    data = _data_offset(descriptor, info)
+    if info.compress_type == zipfile.ZIP_STORED:
+        return os.pread(descriptor, length, data)
+    sample = os.pread(descriptor, min(info.compress_size, _HEAD_SAMPLE), data)
+    head = zlib.decompressobj(-zlib.MAX_WBITS).decompress(sample, length)
+    if len(head) < length and info.compress_size > _HEAD_SAMPLE:
+        with archive.open(info) as member:
+            return member.read(length)
+    return head
 
-    _SAMPLE = 1024  # compressed bytes inflated for a head (a dynamic Huffman table fits)
 
-    def __init__(self, archive: zipfile.ZipFile) -> None:
-        self.archive = archive
-        self.handle: IO[bytes] | None = None
-
-    def __enter__(self) -> _RawReader:
-        if isinstance(self.archive.filename, str):
-            self.handle = Path(self.archive.filename).open("rb")  # closed by __exit__
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        if self.handle is not None:
-            self.handle.close()
-
-    def head(self, info: zipfile.ZipInfo, length: int) -> bytes:
-        simple = info.compress_type in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED) \
-            and not info.flag_bits & 0x1
-        if self.handle is None or not simple:
-            with self.archive.open(info) as member:
-                return member.read(length)
-        data = self._data_start(info)
-        if info.compress_type == zipfile.ZIP_STORED:
-            return os.pread(self.handle.fileno(), length, data)
-        sample = os.pread(self.handle.fileno(), min(info.compress_size, self._SAMPLE), data)
-        head = zlib.decompressobj(-zlib.MAX_WBITS).decompress(sample, length)
-        if len(head) < length and info.compress_size > self._SAMPLE:
-            with self.archive.open(info) as member:
-                return member.read(length)
-        return head
-
-    def _data_start(self, info: zipfile.ZipInfo) -> int:
-        assert self.handle is not None
-        return _data_offset(self.handle.fileno(), info)
+def _encrypted(info: zipfile.ZipInfo) -> bool:
+    return bool(info.flag_bits & 0x1)
 
 
 def open_member(archive: zipfile.ZipFile, member: str, archive_name: str) -> ElfFile:
@@ -153,7 +138,7 @@ def _member_data(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes | mma
     """The member's bytes: in memory when small, in an anonymous mapping when large."""
     descriptor = _file_descriptor(archive)
     if descriptor is not None and info.compress_type == zipfile.ZIP_DEFLATED \
-            and not info.flag_bits & 0x1:
+            and not _encrypted(info):
         chunks = _inflated(descriptor, info)
     else:  # stored, encrypted, another method, or an archive not read from a file
         chunks = _read_through_zipfile(archive, info)

@@ -349,8 +349,7 @@ class _FunctionWalk:
         calls to functions whose bodies it has compiled.
         """
         saved = self.CALLER_SAVED
-        live = [register for register in self.state if register in saved]
-        if not live:
+        if not any(register in saved for register in self.state):
             return
         written = self.analyzer.registers_written(callee) if callee is not None else None
         lost = saved if written is None else written | self.CALL_WRITES
