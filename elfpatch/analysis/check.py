@@ -91,9 +91,14 @@ class CheckResult:
         return [f for f in self.findings if f.violation]
 
     @property
+    def clashes_fail(self) -> bool:
+        """Whether a UNIQUE clash between packages fails the check (as UNIQUE errors do)."""
+        return self.policy.unique == "error"
+
+    @property
     def passed(self) -> bool:
-        clashes_fail = bool(self.clashes) and self.policy.unique == "error"
-        return not self.violations and not self.errors and not clashes_fail
+        failing_clashes = bool(self.clashes) and self.clashes_fail
+        return not self.violations and not self.errors and not failing_clashes
 
 
 def gather_facts(source: ElfSource, need_effects: bool) -> LibraryFacts:

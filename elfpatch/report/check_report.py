@@ -166,13 +166,9 @@ def _clash_message(clash: Clash) -> str:
             "they share one copy")
 
 
-def _clash_fails(result: CheckResult) -> bool:
-    return result.policy.unique == "error"
-
-
 def _clash_annotations(result: CheckResult) -> list[_Annotation]:
     # A clash fails the check like a finding does, so it must not pass unseen.
-    level = "error" if _clash_fails(result) else "warning"
+    level = "error" if result.clashes_fail else "warning"
     return [_Annotation(level, "elfpatch UNIQUE clash between packages", _clash_message(c))
             for c in result.clashes]
 
@@ -366,8 +362,8 @@ def render_junit(result: CheckResult) -> str:
         _add_suite(root, archive, [_library_case(archive, lib) for lib in libraries],
                    file=None if archive == _LOOSE_FILES else archive)
     if result.clashes:
-        fails = _clash_fails(result)
-        _add_suite(root, "clashes", [_clash_case(clash, fails) for clash in result.clashes])
+        _add_suite(root, "clashes", [_clash_case(clash, result.clashes_fail)
+                                     for clash in result.clashes])
     if result.errors:
         _add_suite(root, "inputs", [_input_case(error) for error in result.errors])
     for total in ("tests", "failures", "errors"):
