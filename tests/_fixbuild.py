@@ -437,9 +437,8 @@ def elfpatch_relocations(path: Path) -> list[Relocation]:
         dynsym = read_dynsym(elf)
         assert dynsym is not None
         for table in dynamic_relocation_tables(elf):
-            for offset, kind, symbol, addend in zip(table.offsets, table.types,
-                                                    table.symbol_indices, table.addends,
-                                                    strict=True):
+            for k, offset in enumerate(table.offsets):
+                kind, symbol, addend = table.entry(k)
                 found.append((offset, str(kind), dynsym.name(symbol) if symbol else "", addend))
         found.extend((address, "RELR", "", 0) for address in relr_addresses(elf))
     return sorted(found)

@@ -170,8 +170,9 @@ def read_everything(elf: ElfFile) -> None:
         for index in range(min(table.count, 50)):
             table.name(index)
     for relocations in dynamic_relocation_tables(elf):
-        _ = (relocations.offsets, relocations.addends, relocations.symbol_indices,
-             relocations.types)
+        _ = (relocations.offsets, relocations.symbol_indices, relocations.types)
+        for k in range(min(relocations.count, 50)):
+            relocations.entry(k)
     relr_addresses(elf)
     read_gnu_hash(elf)
     read_sysv_hash(elf)

@@ -220,9 +220,9 @@ def test_dynsym_found_without_section_headers(subject: tuple[ElfFile, ELFFile, A
         assert symbol_rows(table) == symbol_rows(original)
         assert dynamic_symbol_count(bare) == original.count
         assert relr_addresses(bare) == relr_addresses(ours)
-        assert [(t.offset, list(t.offsets), list(t.infos), t.addends)
+        assert [(t.offset, list(t.offsets), list(t.infos), list(map(t.entry, range(t.count))))
                 for t in dynamic_relocation_tables(bare)] == [
-                    (t.offset, list(t.offsets), list(t.infos), t.addends)
+                    (t.offset, list(t.offsets), list(t.infos), list(map(t.entry, range(t.count))))
                     for t in dynamic_relocation_tables(ours)]
 
 
@@ -230,13 +230,13 @@ def test_dynsym_found_without_section_headers(subject: tuple[ElfFile, ELFFile, A
 
 def test_dynamic_relocations(subject: tuple[ElfFile, ELFFile, Any]) -> None:
     ours, pyelf, binary = subject
-    mine = [(offset, info, addend) for table in dynamic_relocation_tables(ours)
-            for offset, info, addend in zip(table.offsets, table.infos, table.addends,
-                                            strict=True)]
+    mine = [(offset, info, *table.entry(k)) for table in dynamic_relocation_tables(ours)
+            for k, (offset, info) in enumerate(zip(table.offsets, table.infos, strict=True))]
     dynsym = pyelf.get_section_index(".dynsym")
     sections = sorted((s for s in pyelf.iter_sections() if isinstance(s, RelocationSection)
                        and s["sh_link"] == dynsym), key=lambda s: s["sh_offset"])
-    theirs = [(r["r_offset"], r["r_info"], r["r_addend"] if s.is_RELA() else 0)
+    theirs = [(r["r_offset"], r["r_info"], r["r_info_type"], r["r_info_sym"],
+               r["r_addend"] if s.is_RELA() else 0)
               for s in sections for r in s.iter_relocations()]
     assert mine == theirs and len(mine) > 5
     # LIEF lists them by purpose (dynamic, PLT/GOT), RELR decoded among them: compare as sets.
@@ -245,7 +245,7 @@ def test_dynamic_relocations(subject: tuple[ElfFile, ELFFile, Any]) -> None:
                        r.addend if r.is_rela else 0)
                       for r in (*binary.dynamic_relocations, *binary.pltgot_relocations)
                       if not r.is_relatively_encoded)
-    assert sorted(mine) == lief_set
+    assert sorted((offset, info, addend) for offset, info, _, _, addend in mine) == lief_set
     for table in dynamic_relocation_tables(ours):
         shift = 32 if word == 64 else 8
         assert list(table.symbol_indices) == [info >> shift for info in table.infos]

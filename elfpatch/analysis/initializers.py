@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import compress
 
 from elfpatch.demangle import demangle
 from elfpatch.elf import constants as C
@@ -101,9 +102,12 @@ class SymbolNamer:
         wanted = {a & ~1 if self.thumb else a for a in addresses}
         found: dict[int, str] = {}
         for table in self.tables:
+            values, shndxs = table.values, table.shndxs
             candidates: dict[int, list[int]] = {}
-            for index, value in enumerate(table.values):
-                if value in wanted and value not in found and table.shndxs[index]:
+            # The few symbols at wanted addresses, picked out in C (531k in libtorch's .symtab).
+            for index in compress(range(len(values)), map(wanted.__contains__, values)):
+                value = values[index]
+                if value not in found and shndxs[index]:
                     candidates.setdefault(value, []).append(index)
             for value, indices in candidates.items():
                 found[value] = table.name(_best_symbol(table, indices))

@@ -222,10 +222,12 @@ class AddressIndex:
         """GOT slot -> .dynsym index, from GLOB_DAT, JUMP_SLOT and TLS relocations."""
         wanted = _SYMBOL_SLOT_TYPES.get(self.machine, set())
         found: dict[int, int] = {}
-        for table, k in self._relocations_of_types(wanted):
-            info = table.infos[k]
-            if info & ((1 << table.symbol_shift) - 1) in wanted:
-                found[table.offsets[k]] = info >> table.symbol_shift
+        for table, picked in self._relocations_of_types(wanted):
+            types = table.types
+            exact = list(compress(picked, map(wanted.__contains__, map(types.__getitem__,
+                                                                       picked))))
+            found.update(zip(map(table.offsets.__getitem__, exact),
+                             map(table.symbol_indices.__getitem__, exact), strict=True))
         return found
 
     @cached_property
@@ -235,37 +237,31 @@ class AddressIndex:
         irelative = _IRELATIVE_TYPES.get(self.machine, -1)
         found: dict[int, int | None] = {}
         ranges = self._got_ranges or []
-        low = min((lo for lo, _ in ranges), default=0)
-        high = max((hi for _, hi in ranges), default=0)
-        for table, k in self._relocations_of_types({relative, irelative}):
-            slot, info = table.offsets[k], table.infos[k]
-            if not low <= slot < high:
-                continue
-            rtype = info & ((1 << table.symbol_shift) - 1)
-            if rtype == irelative:
-                found[slot] = None
-            elif rtype == relative and table.is_rela and self._in_got(slot):
-                found[slot] = _signed(self._addend(table, k), self.elf.word_size)
+        span = range(min((lo for lo, _ in ranges), default=0),
+                     max((hi for _, hi in ranges), default=0))
+        for table, picked in self._relocations_of_types({relative, irelative}):
+            offsets = table.offsets
+            # Most RELATIVE relocations patch data, not the GOT: dropped in C.
+            for k in compress(picked, map(span.__contains__, map(offsets.__getitem__, picked))):
+                rtype, _symbol, addend = table.entry(k)
+                if rtype == irelative:
+                    found[offsets[k]] = None
+                elif rtype == relative and table.is_rela and self._in_got(offsets[k]):
+                    found[offsets[k]] = addend
         return found
 
-    def _relocations_of_types(self, wanted: set[int]) -> Iterator[tuple[RelocationTable, int]]:
-        """(table, entry) of dynamic relocations whose type's low byte matches ``wanted``."""
+    def _relocations_of_types(self, wanted: set[int]) -> Iterator[tuple[RelocationTable,
+                                                                         list[int]]]:
+        """Each table with the entries whose type's low byte matches ``wanted``."""
         w, little = self.elf.word_size, self.elf.header.little_endian
         mask = _byte_mask({t & 0xFF for t in wanted if t >= 0})
         for table in self._relocation_tables:
             low_bytes = byte_column(table.raw, table.entsize, w if little else 2 * w - 1)
-            for k in compress(range(table.count), low_bytes.translate(mask)):
-                yield table, k
+            yield table, list(compress(range(table.count), low_bytes.translate(mask)))
 
     @cached_property
     def _relocation_tables(self) -> list[RelocationTable]:
         return dynamic_relocation_tables(self.elf)
-
-    def _addend(self, table: RelocationTable, k: int) -> int:
-        w = self.elf.word_size
-        (value,) = self.elf.unpack(self.elf.word, table.offset + k * table.entsize + 2 * w,
-                                   "relocation addend")
-        return value
 
     def got_entry(self, slot: int) -> GotEntry | None:
         """What the GOT slot at ``slot`` holds, or None when it is not a GOT slot."""
@@ -319,11 +315,6 @@ class AddressIndex:
         if self.machine == EM_AARCH64 and self.elf.header.little_endian:
             return _aarch64_stub_slot(code, stub)
         return None
-
-
-def _signed(value: int, word_size: int) -> int:
-    sign = 1 << (word_size * 8 - 1)
-    return (value ^ sign) - sign
 
 
 _ENDBR64 = b"\xf3\x0f\x1e\xfa"

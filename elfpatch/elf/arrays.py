@@ -9,6 +9,7 @@ against a symbol.  In a fixed-address executable the bytes are the targets.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import compress
 
 from elfpatch.elf import constants as C
 from elfpatch.elf.file import ElfFile
@@ -88,15 +89,12 @@ class SlotResolver:
         if not spans:
             return {}
         low, high = min(lo for lo, _ in spans), max(hi for _, hi in spans)
-        found = {}
+        span, found = range(low, high), {}
         for table in dynamic_relocation_tables(self.elf):
             offsets = table.offsets
-            hits = [i for i, offset in enumerate(offsets) if low <= offset < high]
-            if not hits:
-                continue
-            types, symbols, addends = table.types, table.symbol_indices, table.addends
-            for i in hits:
-                found[offsets[i]] = (types[i], symbols[i], addends[i], table.is_rela)
+            # range.__contains__ tests an int in C: no Python step per relocation.
+            for k in compress(range(table.count), map(span.__contains__, offsets)):
+                found[offsets[k]] = (*table.entry(k), table.is_rela)
         return found
 
     def resolve(self, location: ArrayLocation) -> list[ArraySlot]:
