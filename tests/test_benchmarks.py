@@ -78,6 +78,20 @@ def test_inits_benchmark(library: Path) -> None:
                      output, re.MULTILINE), output
 
 
+def test_inits_benchmark_phases(library: Path) -> None:
+    require_tool("readelf")
+    output = run_benchmark("inits.py", "--phases", library)
+    header = re.search(r"^CPU seconds per step, in this process, medians of 1 \(([\d,]+) "
+                       r"functions followed; ([\d,]+) instructions", output, re.MULTILINE)
+    assert header is not None, output
+    functions, instructions = (int(n.replace(",", "")) for n in header.groups())
+    assert 0 < functions < instructions, output
+    for step in ("listing the initializers", "address index",
+                 r"following every initializer \(decoding included\)",
+                 r"decoding the same code alone \(capstone's Python binding\)"):
+        assert re.search(rf"^  {step} +\d+\.\d{{3}}$", output, re.MULTILINE), (step, output)
+
+
 @pytest.mark.parametrize("jobs", [(), ("-j", "2")], ids=["default-jobs", "two-jobs"])
 def test_check_benchmark(wheel: Path, jobs: tuple[str, ...]) -> None:
     # The library defines UNIQUE symbols, so check exits 1: the benchmark accepts it.

@@ -1011,6 +1011,11 @@ class EffectsAnalyzer:
             total.complete = False  # callees deeper than max_depth were left out
         return total.effects()
 
+    @property
+    def functions_followed(self) -> tuple[int, ...]:
+        """Entry addresses of the functions whose machine code has been read so far."""
+        return tuple(self._summaries)
+
     def code_target(self, address: int) -> _Target:
         """The function a direct call to ``address`` reaches (cached)."""
         known = self._targets.get(address)
