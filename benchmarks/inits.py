@@ -10,10 +10,12 @@ through the relocations and reads each initializer's machine code, and
 readelf and each command's peak resident memory.  The target:
 inits --json takes less time than readelf -W -r.
 
-With --phases, it then times each step of inits in this interpreter, in one
-process: listing the initializers, building the address index, following
-every initializer's machine code, and decoding that same code alone with
-capstone, the part no analysis written in Python can avoid.
+With --phases, a third command joins them: inits --json with every
+initializer's effects taken as empty, which costs what the steps around the
+machine-code walk cost.  Then each step of inits is timed in this
+interpreter, in one process: listing the initializers, building the address
+index, following every initializer's machine code, and decoding that same
+code alone with capstone, the part no analysis written in Python can avoid.
 """
 
 from __future__ import annotations
@@ -49,13 +51,36 @@ BASELINE = "readelf -W -r"
 TARGET = "inits --json takes less time than readelf -W -r"
 
 
-def commands_for(library: str, python: str) -> list[Command]:
-    return [Command(OURS, elfpatch_argv(python, "inits", "--json", library)),
-            Command(BASELINE, ("readelf", "-W", "-r", library))]
+WITHOUT_WALK = "inits --json, machine code not read"
+# The same command with every initializer's effects taken as empty: what
+# start-up, listing, the address index and the two processes cost alone.
+WITHOUT_WALK_SCRIPT = """
+import sys
+from elfpatch.analysis import effects
+from elfpatch.cli import main
+nothing = effects.Effects(writes=(), reads=(), calls=(), external_calls=(), atexit=(),
+                          constructs_ios_init=False, complete=True)
+def no_walk(analyzer, address, **limits):
+    analyzer.index.prepare()
+    return nothing
+effects.EffectsAnalyzer.effects = no_walk
+sys.argv[0] = "elfpatch"
+main()
+"""
+
+
+def commands_for(library: str, python: str, phases: bool) -> list[Command]:
+    commands = [Command(OURS, elfpatch_argv(python, "inits", "--json", library)),
+                Command(BASELINE, ("readelf", "-W", "-r", library))]
+    if phases:
+        commands.append(Command(WITHOUT_WALK, (python, "-c", WITHOUT_WALK_SCRIPT, "inits",
+                                               "--json", library)))
+    return commands
 
 
 def benchmark(library: str, options: argparse.Namespace) -> None:
-    results = alternate(commands_for(library, options.python), options.runs, options.warmup)
+    results = alternate(commands_for(library, options.python, options.phases), options.runs,
+                        options.warmup)
     print(table(results, BASELINE))
     ours, reference = by_name(results, OURS), by_name(results, BASELINE)
     print(verdict_line(ours, reference, TARGET, met=ours.ratio_to(reference) < 1))

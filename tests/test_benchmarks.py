@@ -81,6 +81,8 @@ def test_inits_benchmark(library: Path) -> None:
 def test_inits_benchmark_phases(library: Path) -> None:
     require_tool("readelf")
     output = run_benchmark("inits.py", "--phases", library)
+    assert re.search(r"^inits --json, machine code not read +[\d.]+ +[\d.]+x", output,
+                     re.MULTILINE), output
     header = re.search(r"^CPU seconds per step, in this process, medians of 1 \(([\d,]+) "
                        r"functions followed; ([\d,]+) instructions", output, re.MULTILINE)
     assert header is not None, output
