@@ -119,9 +119,8 @@ def one_round(library: str) -> tuple[dict[str, float], int, int]:
         analyzer = EffectsAnalyzer(elf)
         analyzer.index.prepare()
         indexed = time.process_time()
-        for entry in listing.initializers:
-            if entry.address is not None and not entry.is_runtime:
-                analyzer.effects(entry.address)
+        for entry in listing.followed:
+            analyzer.effects(entry.address or 0)
         followed = time.process_time()
         functions = analyzer.functions_followed
         instructions = decode_all(analyzer, functions)

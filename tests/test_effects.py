@@ -161,7 +161,7 @@ def effects_of(path: Path, **budget: int) -> dict[str, Effects]:
         listing = list_initializers(elf, str(path))
         analyzer = EffectsAnalyzer(elf)
         return {e.symbol or hex(e.address or 0): analyzer.effects(e.address or 0, **budget)
-                for e in listing.initializers if e.address is not None and not e.is_runtime}
+                for e in listing.followed}
 
 
 def initializer(found: dict[str, Effects], unit: str, first_global: str) -> Effects:

@@ -1037,11 +1037,12 @@ class EffectsAnalyzer:
         Known only for this object's own code, read whole: a call through the
         PLT or GOT may reach another object (and the lazy-binding resolver).
         """
-        if callee.external or callee.follow is None:
-            return None
-        return self._written_by(callee.follow, 0)
+        return self._written_by(callee, 0)
 
-    def _written_by(self, address: int, depth: int) -> frozenset[str] | None:
+    def _written_by(self, callee: _Target, depth: int) -> frozenset[str] | None:
+        address = callee.follow
+        if callee.external or address is None:
+            return None
         if address in self._written:
             return self._written[address]
         if depth > MAX_WRITES_DEPTH:
@@ -1075,10 +1076,8 @@ class EffectsAnalyzer:
                 is_call, target = transfer
                 if not is_call and target is not None and address <= target < address + size:
                     continue  # a branch inside the function
-                callee = self.code_target(target) if target is not None else None
-                inner = self._written_by(callee.follow, depth + 1) \
-                    if callee is not None and not callee.external and callee.follow is not None \
-                    else None
+                inner = self._written_by(self.code_target(target), depth + 1) \
+                    if target is not None else None
                 if inner is None:
                     return None
                 written |= inner | (walk.CALL_WRITES if is_call else frozenset())

@@ -58,8 +58,7 @@ def analyse_object(elf: ElfFile, path: str, member: str | None = None,
                    ) -> tuple[ObjectReport, list[AnalysedInitializer]]:
     """``listing``: the object's initializers, when the caller has listed them already."""
     listing = listing or list_initializers(elf, path, member)
-    entries = [entry for entry in listing.initializers
-               if entry.address is not None and not entry.is_runtime]
+    entries = listing.followed
     analysed = [AnalysedInitializer(entry, effects)
                 for entry, effects in zip(entries, _effects_of(elf, entries), strict=True)]
     registering = {item.entry for item in analysed if item.effects.atexit}

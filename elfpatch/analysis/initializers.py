@@ -69,6 +69,11 @@ class ObjectInits:
     initializers: tuple[InitializerEntry, ...]
     finalizers: tuple[InitializerEntry, ...]
 
+    @property
+    def followed(self) -> list[InitializerEntry]:
+        """The initializers whose machine code is read: resolved, and not the C runtime's."""
+        return [e for e in self.initializers if e.address is not None and not e.is_runtime]
+
 
 def init_priority(symbol: str | None) -> int | None:
     if symbol is None:
