@@ -1,5 +1,5 @@
 """Allow `python -m elfpatch`."""
 
-from elfpatch.cli import main
+from elfpatch.console import main
 
 main()

@@ -9,6 +9,7 @@ turns errors into exit codes.
 from __future__ import annotations
 
 import enum
+import struct
 
 
 class ExitCode(enum.IntEnum):
@@ -17,33 +18,47 @@ class ExitCode(enum.IntEnum):
     OK = 0
     FINDINGS = 1  # a policy was violated or a fix was refused (--strict)
     BAD_INPUT = 2  # usage error, or an input that could not be read
+    INTERRUPTED = 130  # Ctrl-C or SIGTERM (128 + SIGINT, as shells report it)
 
 
 EXIT_CODES_HELP = (
     "Exit codes: 0 success (findings or not); "
     "1 a policy was violated or a fix was refused; "
-    "2 usage error or an input that could not be read."
+    "2 usage error or an input that could not be read; "
+    "130 interrupted (fix then lists what was written)."
 )
+
+
+# Exceptions a malformed file can still provoke deep in a parser; they are
+# reported as a corrupt input rather than as a crash.
+PARSE_FAILURES = (ValueError, IndexError, KeyError, struct.error, OverflowError,
+                  UnicodeDecodeError, MemoryError)
 
 
 class ElfpatchError(Exception):
     """Base of every error elfpatch reports to the user."""
 
-    def __init__(self, path: str, reason: str, hint: str | None = None) -> None:
+    def __init__(self, path: str, reason: str, hint: str | None = None,
+                 detail: str | None = None) -> None:
         self.path = path
         self.reason = reason
         self.hint = hint
+        self.detail = detail  # the traceback behind it, for --traceback, when it has one
         super().__init__(self.one_line())
 
-    def __reduce__(self) -> tuple[type, tuple[str, str, str | None]]:
+    def __reduce__(self) -> tuple[type, tuple[str, str, str | None, str | None]]:
         # Rebuilt from its fields when sent back from a worker process.
-        return (self.__class__, (self.path, self.reason, self.hint))
+        return (self.__class__, (self.path, self.reason, self.hint, self.detail))
 
     def one_line(self) -> str:
         text = f"{self.path}: {self.reason}"
         if self.hint:
             text += f" (hint: {self.hint})"
         return text
+
+
+class UsageError(ElfpatchError):
+    """An option or argument that cannot work (``path`` names the option)."""
 
 
 class NotElfError(ElfpatchError):
@@ -62,5 +77,13 @@ class InputError(ElfpatchError):
     """A path that cannot be read: missing, unreadable, a broken archive."""
 
 
-class FixRefusedError(ElfpatchError):
-    """A fix that would break a set of libraries was refused (--strict)."""
+def malformed(label: str, error: BaseException) -> CorruptElfError:
+    """A parser's exception on a corrupt input, reported as that input's error.
+
+    The traceback is kept as text (it crosses process boundaries) for
+    ``--traceback``: such an exception may also be a bug of ours.
+    """
+    import traceback
+
+    return CorruptElfError(label, f"malformed ELF data ({type(error).__name__}: {error})",
+                           detail="".join(traceback.format_exception(error)))

@@ -37,9 +37,11 @@ def run_alongside(here: Callable[[], T], there: Callable[[], U]) -> tuple[T, U]:
     if not _can_fork():
         return here(), there()
     reader, writer = os.pipe()
+    parent = os.getpid()
     pid = os.fork()
     if pid == 0:  # the child: never returns
         os.close(reader)
+        _die_with(parent)
         _run_child(there, writer)
     os.close(writer)
     finished = False
@@ -61,6 +63,26 @@ def _can_fork() -> bool:
     # Forking a process with other threads running can leave the child holding
     # a lock nobody will release.
     return hasattr(os, "fork") and threading.active_count() == 1
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with(parent: int) -> None:
+    """Have the kernel kill this child when its parent dies (even of SIGKILL).
+
+    Without it a child forked for a killed ``fix`` went on verifying a
+    file nobody would read, holding its temporary copy open.
+    """
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: the parent's own kill on error still holds
+        pass
+    if os.getppid() != parent:  # the parent died before the request took effect
+        os._exit(1)
 
 
 def _run_child(work: Callable[[], object], writer: int) -> None:

@@ -5,7 +5,10 @@
 unique = "error"                  # error | warn | ignore   (STB_GNU_UNIQUE definitions)
 allow = ["^guard variable for "]  # regexes on demangled names that are always accepted
 exit-time-destructors = "warn"    # error | warn | ignore
+exit-time-destructors-scope = "all"   # all | read-at-exit (only those a destructor,
+                                      # an atexit function or a thread reads)
 init-order = "warn"               # error | warn | ignore   (init-order errors found in code)
+destruction-order = "warn"        # error | warn | ignore   (destruction-order errors)
 max-initializers = { "*/_C*.so" = 40, "*" = 400 }   # budget per library (glob on its path)
 ```
 
@@ -23,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from elfpatch.errors import InputError
+from elfpatch.regular_file import read_regular_text
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -30,6 +34,7 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 LEVELS = ("error", "warn", "ignore")
+DESTRUCTOR_SCOPES = ("all", "read-at-exit")
 
 
 @dataclass(frozen=True)
@@ -38,6 +43,9 @@ class Policy:
     allow: tuple[str, ...] = ()
     exit_time_destructors: str = "warn"
     init_order: str = "warn"
+    # "read-at-exit": only exit-time destructors of objects read at exit.
+    exit_time_destructors_scope: str = "all"
+    destruction_order: str = "warn"
     max_initializers: tuple[tuple[str, int], ...] = ()
     source: str | None = None  # the file it was read from
     _compiled: tuple[re.Pattern[str], ...] = field(default=(), compare=False, repr=False)
@@ -54,16 +62,18 @@ class Policy:
         return None
 
 
-def _level(table: dict[str, Any], key: str, default: str, source: str) -> str:
+def _level(table: dict[str, Any], key: str, default: str, source: str,
+           choices: tuple[str, ...] = LEVELS) -> str:
     value = table.get(key, default)
-    if value not in LEVELS:
+    if value not in choices:
         raise InputError(source, f"[tool.elfpatch] {key} = {value!r}: expected one of "
-                         f"{', '.join(LEVELS)}")
+                         f"{', '.join(choices)}")
     return str(value)
 
 
 def policy_from_table(table: dict[str, Any], source: str) -> Policy:
-    known = {"unique", "allow", "exit-time-destructors", "init-order", "max-initializers"}
+    known = {"unique", "allow", "exit-time-destructors", "init-order", "max-initializers",
+             "exit-time-destructors-scope", "destruction-order"}
     unknown = sorted(set(table) - known)
     if unknown:
         raise InputError(source, f"[tool.elfpatch] has unknown keys: {', '.join(unknown)}",
@@ -84,6 +94,9 @@ def policy_from_table(table: dict[str, Any], source: str) -> Policy:
         allow=tuple(allow),
         exit_time_destructors=_level(table, "exit-time-destructors", "warn", source),
         init_order=_level(table, "init-order", "warn", source),
+        exit_time_destructors_scope=_level(table, "exit-time-destructors-scope", "all", source,
+                                           DESTRUCTOR_SCOPES),
+        destruction_order=_level(table, "destruction-order", "warn", source),
         max_initializers=tuple(budgets.items()),
         source=source,
         _compiled=compiled,
@@ -92,7 +105,8 @@ def policy_from_table(table: dict[str, Any], source: str) -> Policy:
 
 def read_policy_file(path: Path) -> Policy:
     try:
-        document = tomllib.loads(path.read_text())
+        # A FIFO or device given as --config is refused, not waited on.
+        document = tomllib.loads(read_regular_text(path))
     except FileNotFoundError:
         raise InputError(str(path), "no such file") from None
     except (OSError, UnicodeDecodeError) as error:

@@ -7,25 +7,16 @@ an unexpected exception while parsing a file is turned into a
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from elfpatch.analysis.unique import FileScan, scan_elf
 from elfpatch.elf.file import ElfFile
-from elfpatch.errors import CorruptElfError, ElfpatchError
+from elfpatch.errors import PARSE_FAILURES, ElfpatchError, malformed
 from elfpatch.inputs import ElfSource, expand, open_sources
 
 T = TypeVar("T")
-
-# Exceptions a malformed file can still provoke deep in a parser; they are
-# reported as a corrupt input rather than as a crash.
-PARSE_FAILURES = (ValueError, IndexError, KeyError, struct.error, OverflowError,
-                  UnicodeDecodeError, MemoryError)
-
-# Set by the CLI's --traceback: let unexpected exceptions through.
-RAISE_UNEXPECTED = False
 
 
 @dataclass
@@ -46,10 +37,7 @@ def run_per_file(paths: Iterable[str], analyse: Callable[[ElfSource, ElfFile], T
         except ElfpatchError as error:
             outcome.errors.append(error)
         except PARSE_FAILURES as error:
-            if RAISE_UNEXPECTED:
-                raise
-            outcome.errors.append(CorruptElfError(
-                source.label, f"malformed ELF data ({type(error).__name__}: {error})"))
+            outcome.errors.append(malformed(source.label, error))
         finally:
             elf.close()
     return outcome

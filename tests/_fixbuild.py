@@ -27,6 +27,8 @@ import pytest
 from _build import invoke, remove_section_headers, require_tool
 from elfpatch.fixtures import build
 
+from elfpatch.patch.staging import TEMPORARY_MARK
+
 MODES = ("local", "weak-hidden", "global")
 
 LIBRARY = {
@@ -267,7 +269,9 @@ def changes_by_name(document: dict[str, Any], table: str = ".dynsym") -> dict[st
 
 
 def temporary_files(folder: Path) -> list[Path]:
-    return sorted(folder.rglob("*.elfpatch"))
+    """elfpatch's temporary files below ``folder`` (today's names and the old ones)."""
+    return sorted(p for p in folder.rglob(".*")
+                  if p.name.endswith((TEMPORARY_MARK, ".elfpatch")))
 
 
 # -- oracles ------------------------------------------------------------------------
@@ -482,3 +486,111 @@ def changed_offsets(before: bytes, after: bytes) -> list[int]:
 
 def region_of(regions: list[Region], offset: int) -> Region | None:
     return next((r for r in regions if r.start <= offset < r.end), None)
+
+
+# -- moving a file's tables about (the region tests and the fix fuzz) ---------------------
+
+@dataclass(frozen=True)
+class SectionPlace:
+    index: int
+    name: str
+    type: str
+    header: int  # file offset of its section header
+    offset: int
+    size: int
+
+
+@dataclass(frozen=True)
+class SegmentPlace:
+    index: int
+    type: str
+    header: int  # file offset of its program header
+    offset: int
+    filesz: int
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where a file's headers and tables are, read with pyelftools (not elfpatch)."""
+
+    elf_class: int
+    little: bool
+    phoff: int
+    phentsize: int
+    phnum: int
+    shoff: int
+    loads: tuple[tuple[int, int, int], ...]  # (offset, vaddr, filesz) of each PT_LOAD
+    dynamic: tuple[tuple[int, str, int], ...]  # (file offset of the entry, tag, value)
+    sections: tuple[SectionPlace, ...]
+    segments: tuple[SegmentPlace, ...]
+
+    @property
+    def word(self) -> int:
+        return self.elf_class // 8
+
+    def address_of(self, offset: int) -> int:
+        """The virtual address file ``offset`` is loaded at."""
+        for start, vaddr, size in self.loads:
+            if start <= offset < start + size:
+                return vaddr + offset - start
+        raise ValueError(f"offset {offset:#x} is not loaded")
+
+    def dynamic_entry(self, tag: str) -> tuple[int, int] | None:
+        """(file offset of the entry, value) of the first ``DT_`` entry ``tag``."""
+        return next(((at, value) for at, name, value in self.dynamic if name == tag), None)
+
+    def section(self, name: str) -> SectionPlace | None:
+        return next((s for s in self.sections if s.name == name), None)
+
+    def put(self, data: bytearray, offset: int, value: int, size: int | None = None) -> None:
+        """Write ``value`` as a word of this file's class and byte order (or ``size`` bytes)."""
+        size = size or self.word
+        data[offset : offset + size] = (value % (1 << (8 * size))).to_bytes(
+            size, "little" if self.little else "big")
+
+    def set_dynamic(self, data: bytearray, tag: str, value: int) -> None:
+        entry = self.dynamic_entry(tag)
+        assert entry is not None, f"no {tag} in the dynamic table"
+        self.put(data, entry[0] + self.word, value)
+
+    def set_section(self, data: bytearray, name: str, field: str, value: int) -> None:
+        """Rewrite ``sh_offset`` or ``sh_size`` of section ``name``."""
+        section = self.section(name)
+        assert section is not None, f"no section {name}"
+        at = {"offset": (24, 16), "size": (32, 20)}[field][0 if self.elf_class == 64 else 1]
+        self.put(data, section.header + at, value)
+
+    def set_segment(self, data: bytearray, index: int, field: str, value: int) -> None:
+        """Rewrite ``p_offset`` or ``p_filesz`` of program header ``index``."""
+        at = {"offset": (8, 4), "filesz": (32, 16)}[field][0 if self.elf_class == 64 else 1]
+        self.put(data, self.segments[index].header + at, value)
+
+    def set_phnum(self, data: bytearray, count: int) -> None:
+        self.put(data, 0x38 if self.elf_class == 64 else 0x2C, count, 2)
+
+
+def elf_layout(path: Path) -> Layout:
+    from elftools.elf.elffile import ELFFile
+
+    with path.open("rb") as stream:
+        elf = ELFFile(stream)
+        header = elf.header
+        segments = tuple(SegmentPlace(i, s["p_type"], header.e_phoff + i * header.e_phentsize,
+                                      s["p_offset"], s["p_filesz"])
+                         for i, s in enumerate(elf.iter_segments()))
+        loads = tuple((s["p_offset"], s["p_vaddr"], s["p_filesz"])
+                      for s in elf.iter_segments() if s["p_type"] == "PT_LOAD")
+        dynamic: list[tuple[int, str, int]] = []
+        place = next((s for s in segments if s.type == "PT_DYNAMIC"), None)
+        if place is not None:
+            table = next(s for s in elf.iter_segments() if s["p_type"] == "PT_DYNAMIC")
+            size = 2 * elf.elfclass // 8
+            dynamic = [(place.offset + k * size, tag.entry.d_tag, tag.entry.d_val)
+                       for k, tag in enumerate(table.iter_tags())]
+        sections = tuple(SectionPlace(i, s.name, s["sh_type"],
+                                      header.e_shoff + i * header.e_shentsize,
+                                      s["sh_offset"], s["sh_size"])
+                         for i, s in enumerate(elf.iter_sections()))
+        return Layout(elf.elfclass, elf.little_endian, header.e_phoff, header.e_phentsize,
+                      header.e_phnum, header.e_shoff, loads, tuple(dynamic), sections,
+                      segments)

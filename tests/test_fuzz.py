@@ -162,7 +162,7 @@ def mutant(draw: st.DrawFn) -> Mutant:
 def read_everything(elf: ElfFile) -> None:
     """Every table the reader offers, every column of it, every entry the scan touches."""
     _ = (elf.sections, elf.segments, elf.dynamic, elf.needed, elf.soname, elf.rpath,
-         elf.runpath, elf.nodelete, list(elf.iter_dynamic_with_offsets()))
+         elf.runpath, elf.nodelete)
     for table in symbol_tables(elf):
         _ = (table.infos, table.others, table.name_offsets, table.shndxs, table.values)
         for index in table.unique_indices()[:50]:

@@ -11,7 +11,9 @@ of its own.  This module finds both situations before anything is written.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 
 from elfpatch.elf import constants as C
 from elfpatch.elf.file import ElfFile
@@ -28,16 +30,28 @@ class LibrarySymbols:
     undefined: set[str] = field(default_factory=set)
 
 
+# How many libraries a SharedUse names; the counts cover the rest.  Naming
+# every other library would make the plan of N copies of one library grow
+# with N squared (2,000 copies: hundreds of megabytes of report).
+SAMPLE_SIZE = 8
+
+
 @dataclass(frozen=True)
 class SharedUse:
-    """How the rest of the set uses one UNIQUE symbol of one library."""
+    """How the rest of the set uses one UNIQUE symbol of one library.
+
+    The tuples name the first ``SAMPLE_SIZE`` libraries, in the order the set
+    was given; the counts say how many there are in all.
+    """
 
     referenced_by: tuple[str, ...]  # libraries that need it (undefined there)
     also_defined_by: tuple[str, ...]  # other libraries that define it too
+    referenced_count: int
+    also_defined_count: int
 
     @property
     def is_shared(self) -> bool:
-        return bool(self.referenced_by or self.also_defined_by)
+        return bool(self.referenced_count or self.also_defined_count)
 
 
 def dynamic_symbols(elf: ElfFile, label: str) -> LibrarySymbols:
@@ -66,8 +80,14 @@ def _named_entries(table: SymbolTable) -> list[tuple[int, str]]:
     return [(i, table.name(i)) for i in range(1, table.count) if offsets[i]]
 
 
-def shared_uses(libraries: list[LibrarySymbols]) -> dict[tuple[str, str], SharedUse]:
-    """For each (library, UNIQUE symbol) used elsewhere in the set, how it is used."""
+def shared_uses(libraries: list[LibrarySymbols]) -> dict[str, dict[str, SharedUse]]:
+    """library label -> UNIQUE symbol -> how the rest of the set uses it.
+
+    Only symbols some other library uses are listed.  Time and memory are
+    linear in the number of (library, symbol) pairs: the definers and users
+    of a symbol are gathered once, and each library gets counts and a
+    bounded sample of them rather than its own copy of the whole list.
+    """
     definers: dict[str, list[str]] = defaultdict(list)
     referencers: dict[str, list[str]] = defaultdict(list)
     for lib in libraries:
@@ -75,11 +95,22 @@ def shared_uses(libraries: list[LibrarySymbols]) -> dict[tuple[str, str], Shared
             definers[name].append(lib.label)
         for name in lib.undefined:
             referencers[name].append(lib.label)
-    uses = {}
+    uses: dict[str, dict[str, SharedUse]] = {}
     for lib in libraries:
+        mine: dict[str, SharedUse] = {}
         for name in lib.unique_defined:
-            others = tuple(d for d in definers[name] if d != lib.label)
-            users = tuple(r for r in referencers[name] if r != lib.label)
-            if others or users:
-                uses[(lib.label, name)] = SharedUse(users, others)
+            users = referencers.get(name, ())
+            user_count = len(users) - (name in lib.undefined)
+            other_count = len(definers[name]) - 1  # the library itself is one definer
+            if user_count or other_count:
+                mine[name] = SharedUse(_sample(users, lib.label),
+                                       _sample(definers[name], lib.label),
+                                       user_count, other_count)
+        if mine:
+            uses[lib.label] = mine
     return uses
+
+
+def _sample(labels: Sequence[str], excluded: str) -> tuple[str, ...]:
+    """The first ``SAMPLE_SIZE`` of ``labels`` other than ``excluded``."""
+    return tuple(islice((label for label in labels if label != excluded), SAMPLE_SIZE))

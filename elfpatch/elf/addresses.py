@@ -26,19 +26,19 @@ from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
-from itertools import compress
+from itertools import compress, repeat
 from operator import add
 
 from elfpatch.elf import constants as C
 from elfpatch.elf.columns import byte_column, column
+from elfpatch.elf.constants import EM_AARCH64, EM_X86_64
 from elfpatch.elf.file import ElfFile
 from elfpatch.elf.relocations import RelocationTable, dynamic_relocation_tables
 from elfpatch.elf.symbols import SymbolTable, read_dynsym, read_symtab
 from elfpatch.errors import ElfpatchError
 
-EM_X86_64 = 62
-EM_AARCH64 = 183
 PF_X = 1  # p_flags: executable segment
+_LAST_ADDRESS = (1 << 64) - 1  # what an unsigned 64-bit column holds at most
 
 # Relocation types that make a GOT slot hold a symbol's address (or TLS offset).
 _SYMBOL_SLOT_TYPES = {
@@ -108,7 +108,12 @@ class _DataSymbols:
         # (globals follow locals) is the one bisect finds.
         picked.sort(key=values.__getitem__)
         self.starts = array("Q", map(values.__getitem__, picked))
-        self.ends = array("Q", map(add, self.starts, map(sizes.__getitem__, picked)))
+        try:
+            self.ends = array("Q", map(add, self.starts, map(sizes.__getitem__, picked)))
+        except OverflowError:  # a corrupt st_value or st_size: the extent stops at the top,
+            # past which no address is anything this object's code can read
+            self.ends = array("Q", map(min, map(add, self.starts, map(sizes.__getitem__, picked)),
+                                       repeat(_LAST_ADDRESS)))
         self.indices = picked
         self._names: dict[int, str] = {}
 

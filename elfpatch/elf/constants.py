@@ -122,18 +122,33 @@ DF_1_NODELETE = 0x8
 VER_NDX_LOCAL = 0
 VER_NDX_GLOBAL = 1
 
+# e_machine values this package names or treats specially.
+EM_386 = 3
+EM_MIPS = 8
+EM_PPC = 20
+EM_PPC64 = 21
+EM_S390 = 22
+EM_ARM = 40
+EM_SPARCV9 = 43
+EM_IA_64 = 50
+EM_X86_64 = 62
+EM_AARCH64 = 183
+EM_RISCV = 243
+EM_LOONGARCH = 258
+EM_ALPHA = 0x9026  # unofficial, but what Linux uses; with s390x, 8-byte .hash entries
+
 # e_machine values with the names users know them by; others fall back to
 # pyelftools' enum name, then to EM_<number>.
 MACHINE_NAMES = {
-    3: "i386",
-    8: "mips",
-    20: "ppc",
-    21: "ppc64",
-    22: "s390x",
-    40: "arm",
-    43: "sparcv9",
-    62: "x86_64",
-    183: "aarch64",
-    243: "riscv",
-    258: "loongarch",
+    EM_386: "i386",
+    EM_MIPS: "mips",
+    EM_PPC: "ppc",
+    EM_PPC64: "ppc64",
+    EM_S390: "s390x",
+    EM_ARM: "arm",
+    EM_SPARCV9: "sparcv9",
+    EM_X86_64: "x86_64",
+    EM_AARCH64: "aarch64",
+    EM_RISCV: "riscv",
+    EM_LOONGARCH: "loongarch",
 }

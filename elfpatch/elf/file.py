@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import mmap
 import struct
-from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
 from elfpatch.elf import constants as C
 from elfpatch.errors import CorruptElfError, InputError, NotElfError
+from elfpatch.regular_file import open_regular
 
 # Header layouts after e_ident: (format, size of one section/program header)
 _EHDR_FIELDS = {
@@ -29,6 +29,7 @@ _EHDR_FIELDS = {
 _SHDR = {32: "IIIIIIIIII", 64: "IIQQQQIIQQ"}
 _PHDR32 = "IIIIIIII"  # type offset vaddr paddr filesz memsz flags align
 _PHDR64 = "IIQQQQQQ"  # type flags offset vaddr paddr filesz memsz align
+_AR_MAGIC = b"!<arch>\n"  # static libraries (.a)
 
 
 @dataclass(frozen=True)
@@ -133,7 +134,7 @@ class ElfFile:
         """Map ``path`` read-only; errors name the path and the reason."""
         name = str(path)
         try:
-            with Path(path).open("rb") as handle:
+            with open_regular(path) as handle:  # a FIFO is refused, not waited on
                 size = handle.seek(0, 2)
                 if size == 0:
                     raise NotElfError(name, "empty file, not an ELF file")
@@ -149,9 +150,18 @@ class ElfFile:
         return cls(data, name)
 
     def close(self) -> None:
-        self.view.release()
-        if isinstance(self._data, mmap.mmap):
-            self._data.close()
+        """Unmap the file now, or, while a slice of it is still referenced, when that goes.
+
+        An exception on its way out (Ctrl-C, an error deep in a parser) holds
+        the frames that hold slices; refusing to close then would replace the
+        real exception with a BufferError.
+        """
+        try:
+            self.view.release()
+            if isinstance(self._data, mmap.mmap):
+                self._data.close()
+        except BufferError:
+            pass  # freed with the last slice
 
     def __enter__(self) -> ElfFile:
         return self
@@ -191,6 +201,11 @@ class ElfFile:
 
     # -- header ---------------------------------------------------------------
     def _parse_header(self) -> ElfHeader:
+        if bytes(self.view[:8]) == _AR_MAGIC:
+            raise NotElfError(self.name, "a static library (ar archive), not a linked ELF file",
+                              hint="the loader never sees its UNIQUE symbols until it is linked "
+                              "into a shared library or program: check that, or rebuild its "
+                              "objects with -fno-gnu-unique")
         if self.size < 16 or not has_elf_magic(bytes(self.view[:4])):
             raise NotElfError(self.name, "not an ELF file (no \\x7fELF magic)")
         ei_class, ei_data, osabi = self.view[4], self.view[5], self.view[7]
@@ -247,12 +262,6 @@ class ElfFile:
     def sections_of_type(self, sh_type: int) -> list[Section]:
         return [s for s in self.sections if s.type == sh_type]
 
-    def section_data(self, section: Section) -> memoryview:
-        if not section.occupies_file:
-            return self.view[0:0]
-        what = f"section {section.name or section.index}"
-        return self.bytes_at(section.offset, section.size, what)
-
     # -- segments -------------------------------------------------------------
     @cached_property
     def segments(self) -> list[Segment]:
@@ -279,12 +288,6 @@ class ElfFile:
             if seg.type == C.PT_LOAD and seg.vaddr <= vaddr < seg.vaddr + seg.filesz:
                 return seg.offset + (vaddr - seg.vaddr)
         raise self.corrupt(f"{what} address {vaddr:#x} is not inside any loaded segment")
-
-    def offset_to_vaddr(self, offset: int) -> int | None:
-        for seg in self.segments:
-            if seg.type == C.PT_LOAD and seg.offset <= offset < seg.offset + seg.filesz:
-                return seg.vaddr + (offset - seg.offset)
-        return None
 
     # -- dynamic --------------------------------------------------------------
     @cached_property
@@ -358,12 +361,3 @@ class ElfFile:
     def nodelete(self) -> bool:
         """DF_1_NODELETE is already set (linked with -z nodelete)."""
         return bool((self.dynamic_value(C.DT_FLAGS_1) or 0) & C.DF_1_NODELETE)
-
-    def iter_dynamic_with_offsets(self) -> Iterator[tuple[int, int, int]]:
-        """(file offset of the entry, tag, value) for each dynamic entry."""
-        base = self.dynamic_offset
-        if base is None:
-            return
-        entry = 2 * self.word_size
-        for i, (tag, value) in enumerate(self.dynamic):
-            yield base + i * entry, tag, value

@@ -2,7 +2,7 @@
 
 Besides lookups they tell how many entries .dynsym has when the section
 headers are gone: DT_HASH's nchain directly, DT_GNU_HASH by walking the
-chain of the highest bucket to its end bit.
+chain of the highest bucket to its end bit (when some bucket is not empty).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from elfpatch.elf import constants as C
 from elfpatch.elf.columns import column
 from elfpatch.elf.file import ElfFile
+from elfpatch.elf.relocations import dynamic_relocation_tables
 
 
 @dataclass(frozen=True)
@@ -102,7 +103,7 @@ def read_gnu_hash(elf: ElfFile) -> GnuHashTable | None:
 
 
 def sysv_entry_size(elf: ElfFile) -> int:
-    is_64bit_hash = elf.header.machine in (22, 0x9026) and elf.header.elf_class == 64
+    is_64bit_hash = elf.header.machine in (C.EM_S390, C.EM_ALPHA) and elf.header.elf_class == 64
     return 8 if is_64bit_hash else 4
 
 
@@ -136,11 +137,21 @@ def gnu_chain_end_flags(chains: array) -> bytes:
 _ODD_BYTE = bytes(value & 1 for value in range(256))
 
 
-def gnu_hash_symbol_count(elf: ElfFile, table: GnuHashTable) -> int:
-    """Number of .dynsym entries implied by a GNU hash table."""
+def gnu_hash_symbol_count(elf: ElfFile, table: GnuHashTable) -> int | None:
+    """Number of .dynsym entries implied by a GNU hash table; None when it hashes no symbol.
+
+    The last symbol is the end of the chain of the highest bucket.  With
+    every bucket empty the table names no symbol and so tells nothing of
+    .dynsym's size: GNU ld then writes a fixed table whose symoffset is 1
+    whatever .dynsym holds (an executable's undefined imports), lld writes
+    .dynsym's size.  readelf likewise gives up on such a table.
+    """
     last = max(table.buckets, default=0)
+    if last == 0:
+        return None
     if last < table.symoffset:
-        return table.symoffset
+        raise elf.corrupt(f".gnu.hash bucket names symbol {last}, below its symoffset "
+                          f"{table.symoffset}")
     index = last
     chain_fmt = "I"
     while True:
@@ -152,11 +163,28 @@ def gnu_hash_symbol_count(elf: ElfFile, table: GnuHashTable) -> int:
 
 
 def dynamic_symbol_count(elf: ElfFile) -> int | None:
-    """.dynsym's entry count from the hash tables (no section headers needed)."""
+    """.dynsym's entry count from the hash tables (no section headers needed).
+
+    DT_HASH's nchain is the count.  A GNU hash table gives it through its
+    last chain, unless it hashes nothing (see ``gnu_hash_symbol_count``):
+    then .dynsym's section tells, and without section headers the count is
+    the smallest that holds every symbol something names, the relocations'
+    symbols and the unhashed ones below symoffset; all of them are
+    undefined imports, which is all such a table can have.
+    """
     sysv = read_sysv_hash(elf)
     if sysv is not None:
         return sysv.nchain
     gnu = read_gnu_hash(elf)
-    if gnu is not None:
-        return gnu_hash_symbol_count(elf, gnu)
-    return None
+    if gnu is None:
+        return None
+    count = gnu_hash_symbol_count(elf, gnu)
+    return count if count is not None else _count_without_hashed_symbols(elf, gnu)
+
+
+def _count_without_hashed_symbols(elf: ElfFile, table: GnuHashTable) -> int:
+    sections = elf.sections_of_type(C.SHT_DYNSYM)
+    if sections and sections[0].entsize:
+        return sections[0].size // sections[0].entsize
+    named = [max(t.symbol_indices) + 1 for t in dynamic_relocation_tables(elf) if t.count]
+    return max([table.symoffset, 1, *named])

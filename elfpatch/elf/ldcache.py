@@ -26,6 +26,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from elfpatch.elf.constants import (
+    EM_AARCH64,
+    EM_ARM,
+    EM_IA_64,
+    EM_LOONGARCH,
+    EM_MIPS,
+    EM_PPC64,
+    EM_RISCV,
+    EM_S390,
+    EM_SPARCV9,
+    EM_X86_64,
+)
+from elfpatch.errors import ElfpatchError
+from elfpatch.regular_file import read_regular_bytes
+
 DEFAULT_CACHE_PATH = Path("/etc/ld.so.cache")
 
 OLD_MAGIC = b"ld.so-1.7.0"
@@ -241,8 +256,10 @@ def _is_hwcaps_extension(hwcap: int) -> bool:
 def read_ld_cache(path: str | Path = DEFAULT_CACHE_PATH) -> LdCache:
     """The cache at ``path``; an empty cache when it is missing or unreadable."""
     try:
-        data = Path(path).read_bytes()
-    except OSError:
+        # ld.so maps the cache only when it is a regular file; a FIFO put in
+        # its place must not hang us either.
+        data = read_regular_bytes(path)
+    except (OSError, ElfpatchError):
         return LdCache()
     return parse_ld_cache(data)
 
@@ -350,8 +367,6 @@ def _parse_old(data: bytes) -> LdCache:
 
 # -- which entries a loader accepts ------------------------------------------------
 
-EM_386, EM_MIPS, EM_PPC, EM_PPC64, EM_S390, EM_ARM = 3, 8, 20, 21, 22, 40
-EM_SPARCV9, EM_IA_64, EM_X86_64, EM_AARCH64, EM_RISCV, EM_LOONGARCH = 43, 50, 62, 183, 243, 258
 _EF_ARM_ABI_FLOAT_HARD = 0x400
 _EF_MIPS_ABI2 = 0x20
 _EF_MIPS_NAN2008 = 0x400

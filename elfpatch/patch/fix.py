@@ -1,28 +1,36 @@
 """``fix``: plan the rewrite of a set of libraries, then write each one safely.
 
-Read (every input), analyse (as one set), plan (per symbol), write (per
-file, atomically, verified).  Nothing is written when planning fails, when
-``--strict`` refuses, or with ``--dry-run``.
+Read (every input), analyse (as one set), plan (per symbol), write (every
+file to a staged temporary copy, verified), then rename them all.  Nothing
+is written when reading, planning, writing or verifying any file of the set
+fails, when ``--strict`` refuses, or with ``--dry-run``.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from elfpatch.analysis.crosslib import LibrarySymbols, SharedUse, dynamic_symbols, shared_uses
+from elfpatch.analysis.crosslib import LibrarySymbols, dynamic_symbols, shared_uses
 from elfpatch.analysis.unique import unique_symbols
 from elfpatch.elf import constants as C
 from elfpatch.elf.file import ElfFile
 from elfpatch.elf.symbols import symbol_tables
-from elfpatch.errors import ElfpatchError, InputError, UnsupportedElfError
+from elfpatch.errors import (
+    PARSE_FAILURES,
+    ElfpatchError,
+    InputError,
+    UnsupportedElfError,
+    malformed,
+)
 from elfpatch.inputs import ElfSource, expand
 from elfpatch.patch.plan import Candidate, FixOptions, FixPlan, LibraryPlan, plan_library
 from elfpatch.patch.rewrite import plan_edits
+from elfpatch.patch.staging import ScratchFile, Staging, existing_folder
 from elfpatch.patch.verify import verify_output
-from elfpatch.patch.write import write_atomically
+from elfpatch.patch.write import write_patched
 
 
 @dataclass(frozen=True)
@@ -30,7 +38,7 @@ class LibraryOutcome:
     plan: LibraryPlan
     source: str
     destination: str | None  # None with --dry-run
-    written: bool  # False when nothing changed in place, or with --dry-run
+    written: bool  # False when nothing changed in place, with --dry-run, or when interrupted
 
 
 @dataclass
@@ -38,6 +46,7 @@ class FixResult:
     plan: FixPlan | None = None
     outcomes: list[LibraryOutcome] = field(default_factory=list)
     errors: list[ElfpatchError] = field(default_factory=list)
+    interrupted: bool = False  # Ctrl-C (or SIGTERM): ``outcomes`` say what was written
 
     @property
     def refused(self) -> bool:
@@ -45,66 +54,134 @@ class FixResult:
 
 
 @dataclass(frozen=True)
+class FixInput:
+    """One ELF file of a set: what reports call it, and where its bytes are read."""
+
+    label: str  # a path, or wheel:member
+    path: Path  # the file itself, or a scratch copy (``/proc/self/fd/N``)
+
+
+@dataclass(frozen=True)
 class _Library:
-    source: ElfSource
+    item: FixInput
     candidates: tuple[Candidate, ...]
     symbols: LibrarySymbols
 
 
-def _read_library(source: ElfSource, with_symbols: bool) -> _Library:
-    if source.member is not None:
-        raise InputError(source.label, "a wheel is repaired as a whole",
-                         hint="elfpatch fix WHEEL -w OUTDIR")
-    with ElfFile.open(source.path) as elf:
+@dataclass
+class SetPlan:
+    """A set of libraries read and planned as one; nothing written yet."""
+
+    libraries: list[_Library] = field(default_factory=list)
+    plan: FixPlan | None = None
+    errors: list[ElfpatchError] = field(default_factory=list)
+
+    @property
+    def refused(self) -> bool:
+        return bool(self.plan and self.plan.refusals)
+
+    def pairs(self) -> list[tuple[FixInput, LibraryPlan]]:
+        assert self.plan is not None
+        return [(lib.item, plan) for lib, plan in
+                zip(self.libraries, self.plan.libraries, strict=True)]
+
+
+def _open(item: FixInput) -> ElfFile:
+    """The input mapped, every error naming its label rather than a scratch path."""
+    try:
+        elf = ElfFile.open(item.path)
+    except ElfpatchError as error:
+        error.path = item.label
+        raise
+    elf.name = item.label
+    return elf
+
+
+def _read_library(item: FixInput, with_symbols: bool) -> _Library:
+    with _open(item) as elf:
         if elf.header.type not in (C.ET_DYN, C.ET_EXEC):
-            raise UnsupportedElfError(source.path, f"cannot fix an ELF of type "
+            raise UnsupportedElfError(item.label, f"cannot fix an ELF of type "
                                       f"{elf.header.type_name}; only executables and shared "
                                       "libraries", hint="rebuild objects with -fno-gnu-unique")
         candidates = tuple(Candidate(u.table, u.index, u.name, u.demangled, u.defined)
                            for table in symbol_tables(elf) for u in unique_symbols(elf, table))
         # Alone, a library has nobody to share with: skip reading every dynamic name.
-        symbols = dynamic_symbols(elf, source.label) if with_symbols else \
-            LibrarySymbols(source.label)
-        return _Library(source, candidates, symbols)
+        symbols = dynamic_symbols(elf, item.label) if with_symbols else \
+            LibrarySymbols(item.label)
+        return _Library(item, candidates, symbols)
 
 
-def read_set(paths: Iterable[str]) -> tuple[list[_Library], list[ElfpatchError]]:
-    libraries, errors = [], []
-    items = list(expand(paths))
-    several = sum(1 for item in items if not isinstance(item, ElfpatchError)) > 1
-    for item in items:
-        if isinstance(item, ElfpatchError):
-            errors.append(item)
-            continue
+def plan_inputs(inputs: Sequence[FixInput], options: FixOptions) -> SetPlan:
+    """Read every input and plan the set; errors leave the plan empty."""
+    result = SetPlan()
+    for item in inputs:
         try:
-            libraries.append(_read_library(item, several))
+            result.libraries.append(_read_library(item, len(inputs) > 1))
         except ElfpatchError as error:
-            errors.append(error)
-    return libraries, errors
+            result.errors.append(error)
+        except PARSE_FAILURES as error:
+            result.errors.append(malformed(item.label, error))
+    if not result.errors:
+        result.plan = make_plan(result.libraries, options)
+    return result
 
 
 def make_plan(libraries: list[_Library], options: FixOptions) -> FixPlan:
-    uses = shared_uses([lib.symbols for lib in libraries])
+    uses = shared_uses([lib.symbols for lib in libraries])  # label -> name -> use
     plans, refusals = [], []
     for lib in libraries:
-        label = lib.source.label
-        mine: dict[str, SharedUse] = {name: use for (owner, name), use in uses.items()
-                                      if owner == label}
-        plan, refused = plan_library(label, lib.candidates, mine, options)
+        label = lib.item.label
+        plan, refused = plan_library(label, lib.candidates, uses.get(label, {}), options)
         plans.append(plan)
         refusals.extend(refused)
     return FixPlan(options.mode, tuple(plans), tuple(refusals))
 
 
-def destinations(libraries: list[_Library], output: str | None) -> dict[str, Path]:
-    """Where each library is written: in place, or under/at ``output``."""
+def write_patched_input(item: FixInput, plan: LibraryPlan, target: ScratchFile) -> None:
+    """The input with its plan applied, written into ``target`` and verified there."""
+    with _open(item) as elf:
+        try:
+            write_patched(item.path, target, lambda: plan_edits(elf, plan),
+                          lambda written: verify_output(elf, written, plan))
+        except OSError as error:
+            raise InputError(item.label, f"cannot write the fixed copy: "
+                             f"{error.strerror or error}") from None
+        except PARSE_FAILURES as error:
+            raise malformed(item.label, error) from None
+
+
+# -- files on disk -------------------------------------------------------------
+
+def _sources(paths: Iterable[str]) -> tuple[list[ElfSource], list[ElfpatchError]]:
+    sources, errors = [], []
+    for item in expand(paths):
+        if isinstance(item, ElfpatchError):
+            errors.append(item)
+        elif item.member is not None:
+            errors.append(InputError(item.label, "a wheel is repaired as a whole",
+                                     hint="elfpatch fix WHEEL -w OUTDIR"))
+        else:
+            sources.append(item)
+    return sources, errors
+
+
+def destinations(sources: list[ElfSource], output: str | None) -> dict[str, Path]:
+    """Where each library is written: in place, or under/at ``output``.
+
+    ``output`` names a folder when it ends in a slash, is a folder already,
+    or several inputs (or a folder input) are given; otherwise it is the
+    new file's name.
+    """
     if output is None:
-        return {lib.source.label: Path(lib.source.path) for lib in libraries}
+        return {source.path: Path(source.path) for source in sources}
     out = Path(output)
-    single = len(libraries) == 1 and libraries[0].source.root is None
-    if single and not out.is_dir():
-        return {libraries[0].source.label: out}
-    return {lib.source.label: out / _relative_destination(lib.source) for lib in libraries}
+    single = len(sources) == 1 and sources[0].root is None
+    if single and not output.endswith("/") and not out.is_dir():
+        return {sources[0].path: out}
+    if out.exists() and not out.is_dir():
+        raise InputError(output, f"is a file, but {len(sources)} inputs need an output folder",
+                         hint="name a folder (a new one is created)")
+    return {source.path: out / _relative_destination(source) for source in sources}
 
 
 def _relative_destination(source: ElfSource) -> Path:
@@ -126,49 +203,89 @@ def _collisions(where: dict[str, Path]) -> list[ElfpatchError]:
     for label, destination in where.items():
         by_destination.setdefault(os.path.realpath(destination), []).append(label)
     return [InputError(destination, f"{len(labels)} inputs would be written here: "
-                       f"{', '.join(labels)}", hint="give their folder (its layout is mirrored) "
-                       "or fix them one at a time")
+                       f"{', '.join(labels[:3])}{' ...' if len(labels) > 3 else ''}",
+                       hint="give their folder (its layout is mirrored) or fix them one at a time")
             for destination, labels in by_destination.items() if len(labels) > 1]
+
+
+def _unwritable(where: dict[str, Path]) -> list[ElfpatchError]:
+    """Destinations that cannot be created: a file standing where a folder must be."""
+    errors: list[ElfpatchError] = []
+    for destination in where.values():
+        folder = existing_folder(destination.parent)
+        if not folder.is_dir():
+            errors.append(InputError(str(destination), f"cannot write: {folder} is not a folder"))
+        elif destination.is_dir():
+            errors.append(InputError(str(destination), "cannot write: is a folder"))
+    return errors
 
 
 def fix_paths(paths: Iterable[str], options: FixOptions, output: str | None,
               dry_run: bool = False) -> FixResult:
-    libraries, errors = read_set(paths)
+    """Fix every ELF file under ``paths`` as one set: all are written, or none."""
+    sources, errors = _sources(paths)
     result = FixResult(errors=errors)
-    if not errors:
-        errors.extend(_collisions(destinations(libraries, output)))
     if errors:
         return result  # never write part of a set whose other members could not be read
-    result.plan = make_plan(libraries, options)
-    if result.refused:
+    try:
+        where = destinations(sources, output)
+    except ElfpatchError as error:
+        result.errors.append(error)
         return result
-    where = destinations(libraries, output)
-    for lib, plan in zip(libraries, result.plan.libraries, strict=True):
-        destination = where[lib.source.label]
-        if dry_run:
-            result.outcomes.append(LibraryOutcome(plan, lib.source.path, None, False))
-            continue
-        try:
-            written = _write_library(lib.source, plan, destination)
-        except ElfpatchError as error:
-            result.errors.append(error)
-            continue
-        result.outcomes.append(LibraryOutcome(plan, lib.source.path, str(destination), written))
+    errors.extend(_collisions(where) + _unwritable(where))
+    if errors:
+        return result
+    planned = plan_inputs([FixInput(s.path, Path(s.path)) for s in sources], options)
+    result.plan, result.errors = planned.plan, planned.errors
+    if result.errors or result.refused:
+        return result
+    if dry_run:
+        result.outcomes = [LibraryOutcome(plan, item.label, None, False)
+                           for item, plan in planned.pairs()]
+        return result
+    _write_set(planned, where, result)
     return result
 
 
-def _write_library(source: ElfSource, plan: LibraryPlan, destination: Path) -> bool:
-    """Write one library; returns whether a file was written."""
-    source_path = Path(source.path)
-    in_place = os.path.realpath(destination) == os.path.realpath(source_path)
-    if not plan.changes and in_place:
-        return False  # already fixed: leave the file byte-identical
-    destination.parent.mkdir(parents=True, exist_ok=True)
-    with ElfFile.open(source_path) as elf:
+def _write_set(planned: SetPlan, where: dict[str, Path], result: FixResult) -> None:
+    """Stage and verify every file, then rename them all; on any error, none."""
+    staged: dict[str, Path] = {}
+    with Staging() as staging:
         try:
-            write_atomically(source_path, destination, lambda: plan_edits(elf, plan),
-                             lambda temporary: verify_output(elf, temporary, plan))
+            for item, plan in planned.pairs():
+                destination = Path(os.path.realpath(where[item.label]))
+                if _needs_writing(item, plan, destination):
+                    target = staging.output(destination, keep_links=_has_other_links(destination))
+                    write_patched_input(item, plan, target)
+                    staged[item.label] = destination
+            staging.commit()
+        except ElfpatchError as error:
+            result.errors.append(error)
         except OSError as error:
-            raise InputError(str(destination), f"cannot write: {error.strerror or error}") from None
-    return True
+            result.errors.append(InputError(str(error.filename or "output"),
+                                            f"cannot write: {error.strerror or error}"))
+        except KeyboardInterrupt:
+            result.interrupted = True
+        written = set(staging.committed)
+    if result.errors and not written:
+        return
+    result.outcomes = [
+        LibraryOutcome(plan, item.label, str(where[item.label]),
+                       staged.get(item.label) in written)
+        for item, plan in planned.pairs()]
 
+
+def _needs_writing(item: FixInput, plan: LibraryPlan, destination: Path) -> bool:
+    """A file fixed in place with nothing to change is only verified, never rewritten."""
+    if plan.changes or destination != Path(os.path.realpath(item.path)):
+        return True
+    with _open(item) as elf:
+        verify_output(elf, item.path, plan)
+    return False
+
+
+def _has_other_links(destination: Path) -> bool:
+    try:
+        return destination.stat().st_nlink > 1
+    except FileNotFoundError:
+        return False

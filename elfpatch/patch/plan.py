@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from elfpatch.analysis.crosslib import SharedUse
 from elfpatch.elf.symbols import DYNSYM
+from elfpatch.errors import UsageError
 
 MODE_LOCAL = "local"
 MODE_WEAK_HIDDEN = "weak-hidden"
@@ -50,13 +51,19 @@ class SymbolChange:
 
 @dataclass(frozen=True)
 class Refusal:
-    """A symbol --strict will not rewrite, and the libraries that need it as is."""
+    """A symbol --strict will not rewrite, and the libraries that need it as is.
+
+    ``referenced_by`` and ``also_defined_by`` name at most
+    ``crosslib.SAMPLE_SIZE`` libraries; the counts say how many there are.
+    """
 
     library: str
     name: str
     demangled: str
     referenced_by: tuple[str, ...]
     also_defined_by: tuple[str, ...]
+    referenced_count: int
+    also_defined_count: int
 
 
 @dataclass(frozen=True)
@@ -75,18 +82,30 @@ class FixPlan:
     libraries: tuple[LibraryPlan, ...]
     refusals: tuple[Refusal, ...]
 
-    @property
-    def change_count(self) -> int:
-        return sum(len(lib.changes) for lib in self.libraries)
-
 
 @dataclass(frozen=True)
 class FixOptions:
-    mode: str = MODE_LOCAL
-    only: str | None = None
+    """What ``fix`` is asked to do; checked when made, so a bad value fails at once."""
+
+    mode: str = MODE_LOCAL  # one of MODES
+    only: str | None = None  # a regular expression on mangled or demangled names
     exclude: str | None = None
     strict: bool = False
     force: bool = False
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise UsageError("mode", f"{self.mode!r} is not one of {', '.join(MODES)}")
+        if self.strict and self.force:
+            raise UsageError("strict", "strict and force contradict each other")
+        for option, pattern in (("only", self.only), ("exclude", self.exclude)):
+            if pattern is None:
+                continue
+            try:
+                re.compile(pattern)
+            except re.error as error:
+                raise UsageError(option, f"{pattern!r} is not a regular expression "
+                                 f"({error})") from None
 
 
 def selected(candidate: Candidate, options: FixOptions) -> bool:
@@ -105,14 +124,30 @@ def guard_partner(name: str) -> str | None:
     return None
 
 
+# A reason names this many libraries and counts the rest, so that its length
+# does not grow with the size of the set.
+REASON_NAMES = 3
+
+
+def name_some(labels: tuple[str, ...], count: int, limit: int = REASON_NAMES) -> str:
+    """``a.so, b.so, c.so and 1,997 more``: the first ``limit`` labels, then a count."""
+    shown = labels[:limit]
+    text = ", ".join(shown)
+    rest = count - len(shown)
+    return f"{text} and {rest:,} more" if rest > 0 else text
+
+
 def _shared_reason(use: SharedUse) -> str:
     parts = []
-    if use.referenced_by:
-        parts.append(f"referenced (undefined) by {', '.join(use.referenced_by)}: LOCAL or "
+    if use.referenced_count:
+        parts.append(f"referenced (undefined) by "
+                     f"{name_some(use.referenced_by, use.referenced_count)}: LOCAL or "
                      "hidden would make it fail to load")
-    if use.also_defined_by:
-        parts.append(f"also defined by {', '.join(use.also_defined_by)}: one object shared "
-                     "on purpose; localising would give each library its own copy")
+    if use.also_defined_count:
+        parts.append(f"also defined by {name_some(use.also_defined_by, use.also_defined_count)}"
+                     ": kept GLOBAL in case they share it on purpose (a singleton, a type tag); "
+                     "libraries linked together or loaded RTLD_GLOBAL still share it, RTLD_LOCAL "
+                     "plugins each bind their own; --force makes it private")
     return "; ".join(parts)
 
 
@@ -132,9 +167,9 @@ def plan_library(label: str, candidates: Iterable[Candidate], uses: dict[str, Sh
 
 
 def _refusal(label: str, candidate: Candidate, use: SharedUse | None) -> Refusal:
-    use = use or SharedUse((), ())
+    use = use or SharedUse((), (), 0, 0)
     return Refusal(label, candidate.name, candidate.demangled, use.referenced_by,
-                   use.also_defined_by)
+                   use.also_defined_by, use.referenced_count, use.also_defined_count)
 
 
 def _decide(chosen: list[Candidate], uses: dict[str, SharedUse],

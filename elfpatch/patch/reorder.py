@@ -29,15 +29,18 @@ from elfpatch.elf.hashes import (
 )
 from elfpatch.elf.relocations import RelocationTable
 from elfpatch.elf.symbols import SymbolTable
+from elfpatch.patch import regions
 
 
 @dataclass(frozen=True)
 class Edit:
-    """Bytes to write at a file offset, and what they are (for reports and tests)."""
+    """Bytes to write at a file offset, what they are (for reports and tests), and the
+    kind of table they must lie in (one of the kinds of ``regions.py``)."""
 
     offset: int
     data: bytes | bytearray
     what: str
+    table: str
 
 
 @dataclass(frozen=True)
@@ -121,16 +124,23 @@ def reordered_entries(data: bytes | bytearray | memoryview, size: int,
     return b"".join(pieces)
 
 
+def sh_info_field(elf: ElfFile, section: Section) -> int:
+    """File offset of ``section``'s sh_info in its section header."""
+    return section.header_offset + (44 if elf.header.elf_class == 64 else 28)
+
+
 def sh_info_edit(elf: ElfFile, section: Section, value: int, what: str) -> Edit:
     """A new sh_info for ``section``, written into its section header."""
-    field = 44 if elf.header.elf_class == 64 else 28
     data = value.to_bytes(4, "little" if elf.header.little_endian else "big")
-    return Edit(section.header_offset + field, data, what)
+    return Edit(sh_info_field(elf, section), data, what, regions.SECTION_HEADERS)
 
 
-def relocation_edits(elf: ElfFile, tables: list[RelocationTable],
-                     reordering: Reordering) -> list[Edit]:
-    """Renumber the symbol index of every relocation whose symbol moved."""
+def relocation_edits(elf: ElfFile, tables: list[RelocationTable], reordering: Reordering,
+                     kind: str = regions.DYNAMIC_RELOCATIONS) -> list[Edit]:
+    """Renumber the symbol index of every relocation whose symbol moved.
+
+    ``kind``: the tables' kind of region, dynamic or .symtab's relocations.
+    """
     if not reordering.moved:
         return []
     mapping = reordering.mapping()
@@ -140,7 +150,7 @@ def relocation_edits(elf: ElfFile, tables: list[RelocationTable],
         renumbered = _renumbered_symbols(elf, table, mapping, reordering)
         if renumbered != symbols:
             edits.append(Edit(table.offset, _with_symbols(elf, table, renumbered),
-                              f"{table.name} symbol indices"))
+                              f"{table.name} symbol indices", kind))
     return edits
 
 
@@ -185,7 +195,8 @@ def versym_edit(elf: ElfFile, offset: int, reordering: Reordering) -> Edit:
     entries = bytearray(elf.bytes_at(offset, 2 * reordering.count, ".gnu.version"))
     for index in reordering.moved:
         entries[2 * index : 2 * index + 2] = bytes(2)  # VER_NDX_LOCAL is 0 in either order
-    return Edit(offset, reordered_entries(entries, 2, reordering), ".gnu.version")
+    return Edit(offset, reordered_entries(entries, 2, reordering), ".gnu.version",
+                regions.VERSYM)
 
 
 def gnu_hash_edits(elf: ElfFile, table: GnuHashTable, reordering: Reordering,
@@ -220,10 +231,13 @@ def gnu_hash_edits(elf: ElfFile, table: GnuHashTable, reordering: Reordering,
     bloom = _bloom_without(elf, table, chains, runs, removed, gone, name_of)
     return [
         Edit(table.offset + 4, new_symoffset.to_bytes(4, "little" if little else "big"),
-             ".gnu.hash symoffset"),
-        Edit(table.offset + 16, _packed_words(table, bloom, little), ".gnu.hash Bloom filter"),
-        Edit(table.buckets_offset, pack_column(new_buckets, little), ".gnu.hash buckets"),
-        Edit(table.chains_offset, pack_column(new_chains, little), ".gnu.hash chains"),
+             ".gnu.hash symoffset", regions.GNU_HASH),
+        Edit(table.offset + 16, _packed_words(table, bloom, little), ".gnu.hash Bloom filter",
+             regions.GNU_HASH),
+        Edit(table.buckets_offset, pack_column(new_buckets, little), ".gnu.hash buckets",
+             regions.GNU_HASH),
+        Edit(table.chains_offset, pack_column(new_chains, little), ".gnu.hash chains",
+             regions.GNU_HASH),
     ]
 
 
@@ -369,12 +383,15 @@ def sysv_hash_edits(elf: ElfFile, table: SysvHashTable, reordering: Reordering) 
             chains[mapping[old]] = next_kept(table.chains[old])
     little = elf.header.little_endian
     return [
-        Edit(table.buckets_offset, pack_column(buckets, little), ".hash buckets"),
-        Edit(table.chains_offset, pack_column(chains, little), ".hash chains"),
+        Edit(table.buckets_offset, pack_column(buckets, little), ".hash buckets",
+             regions.SYSV_HASH),
+        Edit(table.chains_offset, pack_column(chains, little), ".hash chains",
+             regions.SYSV_HASH),
     ]
 
 
 def symtab_shndx_edit(elf: ElfFile, offset: int, reordering: Reordering) -> Edit:
     """Permute the extended section index table that parallels .symtab."""
     entries = elf.bytes_at(offset, 4 * reordering.count, ".symtab_shndx")
-    return Edit(offset, reordered_entries(entries, 4, reordering), ".symtab_shndx")
+    return Edit(offset, reordered_entries(entries, 4, reordering), ".symtab_shndx",
+                regions.SYMTAB_SHNDX)

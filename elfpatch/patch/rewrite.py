@@ -22,11 +22,10 @@ from elfpatch.elf.symbols import (
     versym_offset,
 )
 from elfpatch.errors import UnsupportedElfError
-from elfpatch.patch import reorder
+from elfpatch.patch import regions, reorder
 from elfpatch.patch.plan import TARGET_GLOBAL, TARGET_LOCAL, TARGET_WEAK_HIDDEN, LibraryPlan
+from elfpatch.patch.regions import check_edits
 from elfpatch.patch.reorder import Edit, Reordering
-
-_EM_MIPS = 8
 
 
 def new_info_other(info: int, other: int, target: str) -> tuple[int, int]:
@@ -42,6 +41,7 @@ def new_info_other(info: int, other: int, target: str) -> tuple[int, int]:
 
 
 def plan_edits(elf: ElfFile, plan: LibraryPlan) -> list[Edit]:
+    """Every byte edit the plan needs, each proven to stay inside its own table."""
     targets: dict[str, dict[int, str]] = defaultdict(dict)
     for change in plan.changes:
         targets[change.table][change.index] = change.target
@@ -52,6 +52,7 @@ def plan_edits(elf: ElfFile, plan: LibraryPlan) -> list[Edit]:
         if table is None:
             raise elf.corrupt(f"the plan names {kind}, which the file does not have")
         edits.extend(_table_edits(elf, table, by_index))
+    check_edits(elf, edits)  # before anything is written: each edit inside its own table
     return edits
 
 
@@ -71,14 +72,14 @@ def _table_edits(elf: ElfFile, table: SymbolTable, by_index: dict[int, str]) -> 
     moved = tuple(sorted(i for i, target in by_index.items() if target == TARGET_LOCAL))
     if not moved:
         return _changed_entries(table, patched, by_index)
-    if elf.header.machine == _EM_MIPS and table.kind == DYNSYM:
+    if elf.header.machine == C.EM_MIPS and table.kind == DYNSYM:
         raise UnsupportedElfError(elf.name, "cannot move MIPS dynamic symbols: the GOT is tied "
                                   "to .dynsym's order", hint="use --to global or --to weak-hidden")
     reordering = Reordering(table.count, reorder.first_global_index(table), moved)
     if moved[0] < reordering.first_global:
         raise elf.corrupt(f"{table.kind} symbol {moved[0]} is UNIQUE but inside the local range")
     edits = [Edit(table.offset, reorder.reordered_table(table, patched, reordering),
-                  f"{table.kind} entries")]
+                  f"{table.kind} entries", table.kind)]
     if table.section is not None:  # without section headers nothing records the first global
         edits.append(reorder.sh_info_edit(elf, table.section, reordering.new_first_global,
                                           f"{table.kind} sh_info"))
@@ -94,7 +95,7 @@ def _changed_entries(table: SymbolTable, patched: bytearray,
     """One small edit per symbol: only st_info/st_other differ."""
     size = table.entsize
     return [Edit(table.entry_offset(i), bytes(patched[i * size : (i + 1) * size]),
-                 f"{table.kind} symbol {i}") for i in sorted(by_index)]
+                 f"{table.kind} symbol {i}", table.kind) for i in sorted(by_index)]
 
 
 def _dynamic_index_edits(elf: ElfFile, table: SymbolTable, reordering: Reordering) -> list[Edit]:
@@ -115,7 +116,8 @@ def _static_index_edits(elf: ElfFile, table: SymbolTable, reordering: Reordering
     """.symtab's index users: relocation sections linked to it, SHT_SYMTAB_SHNDX, groups."""
     assert table.section is not None
     symtab_index = table.section.index
-    edits = reorder.relocation_edits(elf, static_relocation_tables(elf), reordering)
+    edits = reorder.relocation_edits(elf, static_relocation_tables(elf), reordering,
+                                     regions.STATIC_RELOCATIONS)
     for section in elf.sections:
         if section.type == C.SHT_SYMTAB_SHNDX and section.link == symtab_index:
             edits.append(reorder.symtab_shndx_edit(elf, section.offset, reordering))

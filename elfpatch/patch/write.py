@@ -1,60 +1,49 @@
 """Writing a patched file without ever putting the user's file at risk.
 
-The source is copied (in the kernel) to a temporary file beside the
-destination, the edits are written into the copy, the copy is re-read and
-verified, and only then renamed over the destination.  A crash, an error or
-Ctrl-C at any point before the rename leaves the destination as it was and
-removes the temporary file.
+The source is copied (in the kernel) to a staged temporary file on the
+destination's file system, the edits are written into the copy, and the
+copy is re-read and verified.  It replaces the destination only when every
+file of its set is verified (see ``staging.py``): a crash, an error or
+Ctrl-C before that leaves the destination as it was.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
+import stat
 import threading
 from collections.abc import Callable
 from pathlib import Path
 
 from elfpatch.patch.reorder import Edit
+from elfpatch.patch.staging import ScratchFile
 
 
-def write_atomically(source: Path, destination: Path, make_edits: Callable[[], list[Edit]],
-                     verify: Callable[[Path], None]) -> None:
-    """Copy ``source`` with the edits applied to ``destination``, verified by ``verify``.
+def write_patched(source: Path, target: ScratchFile, make_edits: Callable[[], list[Edit]],
+                  verify: Callable[[Path], None]) -> None:
+    """Copy ``source`` into ``target`` with the edits applied, and verify the result.
 
     The kernel copies the file on a second thread (copy_file_range releases
-    the GIL) while this one computes the edits.
+    the GIL) while this one computes the edits.  ``target`` is a staged
+    temporary file: it replaces anything only when its whole set commits.
     """
-    destination = Path(os.path.realpath(destination))
-    handle, temporary_name = tempfile.mkstemp(prefix=f".{destination.name}.", suffix=".elfpatch",
-                                              dir=destination.parent)
-    temporary = Path(temporary_name)
+    copy = _BackgroundCopy(source, target.fd)
+    copy.start()
+    copy.under_way.wait()  # let it reach the kernel before this thread takes the GIL
     try:
-        try:
-            copy = _BackgroundCopy(source, handle)
-            copy.start()
-            copy.under_way.wait()  # let it reach the kernel before this thread takes the GIL
-            try:
-                edits = make_edits()
-            finally:
-                copy.join()
-        finally:
-            os.close(handle)
-        copy.raise_failure()
-        _apply(temporary, edits)
-        verify(temporary)
-        shutil.copymode(source, temporary)
-        temporary.replace(destination)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
+        edits = make_edits()
+    finally:
+        copy.join()
+    copy.raise_failure()
+    _apply(target.fd, edits)
+    verify(target.path)
+    os.fchmod(target.fd, stat.S_IMODE(source.stat().st_mode))
 
 
 class _BackgroundCopy(threading.Thread):
     """Copies ``source`` into the open temporary file.
 
-    Into the descriptor mkstemp returned, not a reopened path: reopening
+    Into the staged file's own descriptor, not a reopened path: reopening
     truncates the file, and on ext4 closing a file truncated then rewritten
     starts its writeback at once (auto_da_alloc), which doubled the copy's
     time on a 434 MB library.
@@ -102,13 +91,9 @@ def _copy_descriptor(source: int, destination: int, chunk: int = 1 << 23) -> Non
         raise OSError(f"copied {offset} of {size} bytes: the file changed while being copied")
 
 
-def _apply(path: Path, edits: list[Edit]) -> None:
-    size = path.stat().st_size
-    descriptor = os.open(path, os.O_WRONLY)
-    try:
-        for edit in sorted(edits, key=lambda e: e.offset):
-            if edit.offset + len(edit.data) > size:
-                raise ValueError(f"edit of {edit.what} at {edit.offset:#x} past end of file")
-            os.pwrite(descriptor, edit.data, edit.offset)
-    finally:
-        os.close(descriptor)
+def _apply(descriptor: int, edits: list[Edit]) -> None:
+    size = os.fstat(descriptor).st_size
+    for edit in sorted(edits, key=lambda e: e.offset):
+        if edit.offset + len(edit.data) > size:
+            raise ValueError(f"edit of {edit.what} at {edit.offset:#x} past end of file")
+        os.pwrite(descriptor, edit.data, edit.offset)

@@ -25,9 +25,12 @@ def _library(outcome: LibraryOutcome) -> dict[str, Any]:
 
 
 def _refusal(refusal: Refusal) -> dict[str, Any]:
+    """The lists name at most a few libraries (see ``crosslib.SAMPLE_SIZE``); the counts all."""
     return {"library": refusal.library, "name": refusal.name, "demangled": refusal.demangled,
             "referenced_by": list(refusal.referenced_by),
-            "also_defined_by": list(refusal.also_defined_by)}
+            "also_defined_by": list(refusal.also_defined_by),
+            "referenced_by_count": refusal.referenced_count,
+            "also_defined_by_count": refusal.also_defined_count}
 
 
 def fix_document(result: FixResult, dry_run: bool) -> dict[str, Any]:
@@ -42,15 +45,42 @@ def fix_document(result: FixResult, dry_run: bool) -> dict[str, Any]:
     })
 
 
-def wheel_document(results: list[Any], errors: list[Any], mode: str,
-                   dry_run: bool) -> dict[str, Any]:
-    """``fix -w --json``: the fix document per wheel, with where each repaired wheel went."""
-    return {
+def wheel_document(result: Any, mode: str, dry_run: bool) -> dict[str, Any]:
+    """``fix -w --json`` (schema ``fix_wheels.schema.json``): each wheel, what became of
+    it, and the plan of each of its ELF members, named by member."""
+    return printable_document({
         "version": SCHEMA_VERSION,
         "mode": mode,
         "dry_run": dry_run,
-        "wheels": [{"wheel": r.wheel, "destination": r.destination,
-                    "changed_members": r.changed_members, **fix_document(r.fix, dry_run)}
-                   for r in results],
-        "errors": [error_record(e) for e in errors],
+        "interrupted": result.interrupted,
+        "wheels": [_wheel(wheel) for wheel in result.wheels],
+        "errors": [error_record(e) for e in result.errors],
+    })
+
+
+def _wheel(wheel: Any) -> dict[str, Any]:
+    plan = wheel.plan
+    return {
+        "wheel": wheel.wheel,
+        "destination": wheel.destination,
+        "status": wheel.status,
+        "written": wheel.written,
+        "size_before": wheel.size_before,
+        "size_after": wheel.size_after,
+        "members": [_member(member) for member in wheel.members],
+        "refusals": [_refusal(r) for r in plan.refusals] if plan else [],
+    }
+
+
+def _member(member: Any) -> dict[str, Any]:
+    plan = member.plan
+    return {
+        "member": member.member,
+        "changed": member.changed,
+        "changes": [
+            {"table": c.table, "index": c.index, "name": c.name, "demangled": c.demangled,
+             "from": "UNIQUE", "to": c.target, "reason": c.reason}
+            for c in plan.changes
+        ],
+        "skipped": [{"table": c.table, "index": c.index, "name": c.name} for c in plan.skipped],
     }

@@ -1,0 +1,320 @@
+"""Temporary files that become real only when a whole set of outputs is verified.
+
+Every output of a run (a fixed library, a repaired wheel) is first written
+to a temporary file on the destination's file system, verified, and kept
+aside until every other output of the set is verified too; ``commit`` then
+renames them all over their destinations with SIGINT, SIGTERM and SIGHUP
+held back, so an interrupt lands before the first rename or after the last.
+
+Where the kernel allows it the temporary file is anonymous (``O_TMPFILE``)
+until the commit links it under a name for the rename: a run killed while
+it writes or verifies leaves nothing on disk.  A named temporary file is
+created ``O_EXCL | O_NOFOLLOW`` (never a predictable name, never through a
+symbolic link) and holds an ``flock`` for as long as its run lives, so a
+later run can prove that one it finds is stale (its name carries
+``TEMPORARY_MARK``, it is a regular file of this user, and nobody holds its
+lock) and remove it; folder walks skip such names.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import secrets
+import signal
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+
+from elfpatch.errors import InputError
+
+TEMPORARY_MARK = ".elfpatch-tmp"
+
+# Signals held back while a set is renamed into place.
+_HELD_SIGNALS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+
+# Room left in a file name (255 bytes on Linux) for the dot, the random part and the mark.
+_STEM_BYTES = 255 - 1 - 1 - 16 - len(TEMPORARY_MARK)
+
+
+def is_temporary_name(name: str) -> bool:
+    """Whether a file name is one of elfpatch's temporary files."""
+    return name.startswith(".") and name.endswith(TEMPORARY_MARK)
+
+
+def _temporary_name(destination_name: str) -> str:
+    stem = os.fsencode(destination_name)[:_STEM_BYTES].decode("utf-8", "ignore") or "out"
+    return f".{stem}.{secrets.token_hex(8)}{TEMPORARY_MARK}"
+
+
+def _proc_fd_path(descriptor: int) -> Path | None:
+    """A path that opens the file behind ``descriptor`` (for code that reads by path)."""
+    path = Path(f"/proc/self/fd/{descriptor}")
+    return path if path.exists() else None
+
+
+def _same_file(descriptor: int, path: Path) -> bool:
+    try:
+        on_disk = os.lstat(path)
+    except OSError:
+        return False
+    mine = os.fstat(descriptor)
+    return (on_disk.st_dev, on_disk.st_ino) == (mine.st_dev, mine.st_ino)
+
+
+def _create_named(directory: Path, destination_name: str) -> tuple[int, Path]:
+    """A new, locked temporary file in ``directory`` (O_EXCL, never through a link)."""
+    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    while True:
+        path = directory / _temporary_name(destination_name)
+        descriptor = os.open(path, flags, 0o600)
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        # A stale-file sweep may have taken the lock and removed the name in
+        # the instant between O_EXCL and flock: then start again.
+        if _same_file(descriptor, path):
+            return descriptor, path
+        os.close(descriptor)
+
+
+def _create_anonymous(directory: Path) -> int | None:
+    """An unnamed file in ``directory``'s file system, or None where that is not supported."""
+    if not hasattr(os, "O_TMPFILE") or not Path("/proc/self/fd").is_dir():
+        return None
+    try:
+        descriptor = os.open(directory, os.O_TMPFILE | os.O_RDWR | os.O_CLOEXEC, 0o600)
+    except OSError:  # a file system without O_TMPFILE support
+        return None
+    fcntl.flock(descriptor, fcntl.LOCK_EX)
+    return descriptor
+
+
+@dataclass
+class ScratchFile:
+    """A temporary file a run reads and writes and then throws away."""
+
+    fd: int
+    path: Path  # opens the same file (``/proc/self/fd/N`` when anonymous)
+    name: Path | None = None  # its name on disk, when it has one
+
+    def close(self) -> None:
+        if self.fd < 0:
+            return
+        if self.name is not None:
+            with contextlib.suppress(FileNotFoundError):
+                self.name.unlink()
+        os.close(self.fd)
+        self.fd = -1
+
+
+@dataclass
+class StagedOutput(ScratchFile):
+    """A verified output waiting for the commit of its set."""
+
+    destination: Path = field(default_factory=Path)
+    keep_links: bool = False  # write into the destination's inode (it has other hard links)
+
+    def publish(self) -> None:
+        """Put the temporary file's content at the destination, atomically where possible."""
+        if self.keep_links:
+            _overwrite_changed(self.fd, self.destination)
+            return
+        self.destination.parent.mkdir(parents=True, exist_ok=True)
+        if self.name is None:  # anonymous: give it a name on the destination's file system
+            name = self.destination.parent / _temporary_name(self.destination.name)
+            _link_anonymous(self.fd, name)
+            self.name = name
+        self.name.replace(self.destination)
+        self.name = None
+
+
+def _link_anonymous(descriptor: int, name: Path) -> None:
+    """Give the O_TMPFILE file behind ``descriptor`` a name.
+
+    linkat with AT_SYMLINK_FOLLOW through /proc (open(2)'s recipe); a
+    directory descriptor is passed because os.link with none calls link(2),
+    which would link the /proc entry itself.
+    """
+    folder = os.open("/proc/self/fd", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.link(str(descriptor), name, src_dir_fd=folder, follow_symlinks=True)
+    finally:
+        os.close(folder)
+
+
+def existing_folder(folder: Path) -> Path:
+    """``folder``, or its nearest ancestor that exists (the one a temporary file can go in)."""
+    while not folder.exists() and folder.parent != folder:
+        folder = folder.parent
+    return folder
+
+
+def _overwrite_changed(source: int, destination: Path, chunk: int = 8 << 20) -> None:
+    """Write into ``destination``'s own inode the chunks where ``source`` differs.
+
+    Used for a file with several hard links: a rename would detach the other
+    names (binutils' tools copy over such files for the same reason).  Only
+    the chunks that differ are written, after the whole output was verified.
+    """
+    descriptor = os.open(destination, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        size = os.fstat(source).st_size
+        if os.fstat(descriptor).st_size != size:
+            raise OSError(f"{destination} changed size while it was being fixed")
+        for offset in range(0, size, chunk):
+            new = os.pread(source, chunk, offset)
+            if os.pread(descriptor, chunk, offset) != new:
+                os.pwrite(descriptor, new, offset)
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+@contextlib.contextmanager
+def signals_held() -> Iterator[None]:
+    """Hold back SIGINT, SIGTERM and SIGHUP; they are delivered when the block ends."""
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+class Staging:
+    """The temporary files of one run: made here, renamed by ``commit``, else removed."""
+
+    def __init__(self) -> None:
+        self._outputs: list[StagedOutput] = []
+        self._scratch: list[ScratchFile] = []
+        self.committed: list[Path] = []  # destinations written so far (read after an interrupt)
+        self._swept: set[Path] = set()
+
+    def __enter__(self) -> Staging:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        self.discard()
+
+    def output(self, destination: Path, keep_links: bool = False) -> StagedOutput:
+        """A new temporary file for ``destination``, on its file system.
+
+        It is made in the nearest folder that exists: the destination's own
+        folders are created only by the commit, so a run that fails creates none.
+        """
+        _ensure_descriptors(len(self._outputs) + len(self._scratch) + 1, destination)
+        directory = existing_folder(destination.parent)
+        self._sweep(directory)
+        descriptor = _create_anonymous(directory)
+        if descriptor is not None:
+            path = _proc_fd_path(descriptor)
+            assert path is not None
+            staged = StagedOutput(descriptor, path, None, destination, keep_links)
+        else:
+            descriptor, name = _create_named(directory, destination.name)
+            staged = StagedOutput(descriptor, name, name, destination, keep_links)
+        self._outputs.append(staged)
+        return staged
+
+    def scratch(self, directory: Path) -> ScratchFile:
+        """A temporary file in ``directory``'s file system, removed when the run ends."""
+        _ensure_descriptors(len(self._outputs) + len(self._scratch) + 1, directory)
+        self._sweep(directory)
+        descriptor = _create_anonymous(directory)
+        if descriptor is not None:
+            path = _proc_fd_path(descriptor)
+            assert path is not None
+            scratch = ScratchFile(descriptor, path)
+        else:
+            descriptor, name = _create_named(directory, "scratch")
+            scratch = ScratchFile(descriptor, name, name)
+        self._scratch.append(scratch)
+        return scratch
+
+    def commit(self) -> list[Path]:
+        """Rename every output over its destination, in the order they were made."""
+        with signals_held():
+            for staged in self._outputs:
+                staged.publish()
+                self.committed.append(staged.destination)
+        self.discard()
+        return list(self.committed)
+
+    def discard(self) -> None:
+        """Remove every temporary file not yet renamed into place."""
+        for item in [*self._outputs, *self._scratch]:
+            item.close()
+        self._outputs.clear()
+        self._scratch.clear()
+
+    def _sweep(self, directory: Path) -> None:
+        if directory not in self._swept:
+            self._swept.add(directory)
+            remove_stale(directory)
+
+
+# Descriptors kept free for everything else a run opens (the inputs, the archive).
+_SPARE_DESCRIPTORS = 64
+
+
+def _ensure_descriptors(held: int, destination: Path) -> None:
+    """Room to hold ``held`` staged files open until the commit.
+
+    Every staged file stays open (and locked) until its set commits; the soft
+    limit on open files is raised as far as the hard limit allows.
+    """
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = held + _SPARE_DESCRIPTORS
+    if wanted <= soft:
+        return
+    ceiling = wanted * 2 if hard == resource.RLIM_INFINITY else min(hard, wanted * 2)
+    if ceiling < wanted:
+        raise InputError(str(destination), f"a set of {held}+ files needs about {wanted} open "
+                         f"files, and the limit is {hard}", hint="raise it (ulimit -n) or fix "
+                         "the files in smaller sets")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (ceiling, hard))
+
+
+def remove_stale(directory: Path) -> list[Path]:
+    """Remove the temporary files of runs that died in ``directory``; the paths removed.
+
+    A file is removed only when elfpatch can prove it is its own and stale:
+    a temporary name, a regular file (not a link) of this user, and no live
+    run holds its lock.
+    """
+    removed: list[Path] = []
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return removed
+    for entry in entries:
+        if is_temporary_name(entry.name) and _remove_if_stale(Path(entry.path)):
+            removed.append(Path(entry.path))
+    return removed
+
+
+def _remove_if_stale(path: Path) -> bool:
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        status = os.fstat(descriptor)
+        if not stat.S_ISREG(status.st_mode) or status.st_uid != os.getuid():
+            return False
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False  # a live run's
+        if not _same_file(descriptor, path):
+            return False
+        path.unlink()
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(descriptor)

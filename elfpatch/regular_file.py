@@ -1,0 +1,103 @@
+"""Opening the files elfpatch reads and writes without ever waiting on a pipe.
+
+A plain ``open()`` of a FIFO waits for the other end forever, and opening a
+device or socket is never what the user meant.  Every file elfpatch opens by
+a path it was given (a library, ``--config``, ``--baseline``, the loader's
+cache) goes through here: anything but a regular file is refused with one
+line.  The one exception is ``/dev/null``, the usual way to say "an empty
+file" (``--config /dev/null``): it reads as empty and swallows writes.
+
+The check is made twice.  ``os.stat`` before opening avoids touching a
+device at all; then the file is opened with ``O_NONBLOCK`` (a FIFO opens at
+once instead of blocking, and a socket fails) and ``fstat`` of the open
+descriptor decides, so a file swapped for a FIFO between the two steps is
+still refused rather than read.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+from typing import BinaryIO
+
+from elfpatch.errors import InputError
+
+NOT_REGULAR = "not a regular file (a pipe, socket or device)"
+
+
+def _refuse_kind(path: str, status: os.stat_result) -> None:
+    if stat.S_ISDIR(status.st_mode):
+        raise InputError(path, "is a directory")
+    if not (stat.S_ISREG(status.st_mode) or _is_null_device(status)):
+        raise InputError(path, NOT_REGULAR)
+
+
+def _is_null_device(status: os.stat_result) -> bool:
+    if not stat.S_ISCHR(status.st_mode):
+        return False
+    try:
+        null = Path(os.devnull).stat()
+    except OSError:
+        return False
+    return stat.S_ISCHR(null.st_mode) and status.st_rdev == null.st_rdev
+
+
+def _open_checked(path: str, flags: int, mode: int = 0o666) -> int:
+    """A descriptor for ``path``, which is a regular file; refuses anything else.
+
+    ``OSError`` from the system (missing, permission denied ...) propagates
+    for the caller to word; a non-regular file raises ``InputError``.
+    """
+    try:
+        _refuse_kind(path, Path(path).stat())
+    except FileNotFoundError:
+        if not flags & os.O_CREAT:
+            raise
+    try:
+        descriptor = os.open(path, flags | os.O_NONBLOCK | os.O_CLOEXEC, mode)
+    except OSError as error:
+        # A socket (ENXIO), or a FIFO opened for writing with no reader (ENXIO).
+        if error.errno in (errno.ENXIO, errno.EOPNOTSUPP):
+            raise InputError(path, NOT_REGULAR) from None
+        raise
+    try:
+        _refuse_kind(path, os.fstat(descriptor))
+        os.set_blocking(descriptor, True)  # no effect on regular files; restores the default
+    except BaseException:
+        os.close(descriptor)
+        raise
+    return descriptor
+
+
+def open_regular(path: str | Path) -> BinaryIO:
+    """``path`` opened for reading in binary mode, if it is a regular file.
+
+    Raises ``InputError`` for a directory, FIFO, socket or device, and
+    ``OSError`` when the file cannot be opened.
+    """
+    return os.fdopen(_open_checked(str(path), os.O_RDONLY), "rb")
+
+
+def read_regular_bytes(path: str | Path) -> bytes:
+    with open_regular(path) as handle:
+        return handle.read()
+
+
+def read_regular_text(path: str | Path) -> str:
+    """The text of a regular file (UTF-8), as ``Path.read_text`` reads it, without hanging."""
+    return read_regular_bytes(path).decode("utf-8")
+
+
+def write_regular_text(path: str | Path, text: str) -> None:
+    """Replace the contents of ``path`` (created if missing) with ``text``.
+
+    An existing FIFO, socket or device is refused, never written to (a
+    write to a FIFO without a reader would block).
+    """
+    descriptor = _open_checked(str(path), os.O_WRONLY | os.O_CREAT)
+    with os.fdopen(descriptor, "wb") as handle:
+        if stat.S_ISREG(os.fstat(descriptor).st_mode):  # not /dev/null
+            handle.truncate(0)  # only once it is known to be a regular file
+        handle.write(text.encode("utf-8"))
