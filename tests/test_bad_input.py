@@ -245,7 +245,7 @@ def test_damaged_wheel_members(good_library: Path, tmp_path: Path) -> None:
     def encrypted(raw: bytearray, header: int) -> None:
         raw[header + 6] |= 1
 
-    for name, damage, words in (("deflate", scramble, "cannot read archive member"),
+    for name, damage, words in (("deflate", scramble, "corrupt compressed data"),
                                 ("method", method, "compression method"),
                                 ("encrypted", encrypted, "encrypted")):
         bad = damaged_member(wheel, tmp_path / f"{name}-1.0-py3-none-any.whl", damage)

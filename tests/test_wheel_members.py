@@ -1,11 +1,11 @@
 """Finding and reading a wheel's ELF members, by every path the reader takes.
 
-The members are told apart by their first bytes, read from each member's
-local header (stored and deflated) or, for other compression methods, through
-zipfile; a large member is decompressed into an anonymous mapping.  Each path
-must give what ``zipfile`` itself gives.  A deflated member is inflated by
-ISA-L when it is installed, else by zlib: both are checked, and both must
-refuse what zipfile refuses (a wrong CRC-32, a wrong size).
+The members are told apart by their first bytes, read after each member's
+local header (stored, deflated, bzip2, lzma); a large member is decoded
+into an anonymous temporary file that is then mapped.  Each path must give
+what ``zipfile`` itself gives.  A deflated member is inflated by ISA-L when
+it is installed, else by zlib: both are checked, and both must refuse what
+zipfile refuses (a wrong CRC-32, a wrong size), with one clean error.
 """
 
 from __future__ import annotations
@@ -20,8 +20,9 @@ from pathlib import Path
 import pytest
 from elfpatch.fixtures import build
 
-from elfpatch import wheel
+from elfpatch import wheel, zipread
 from elfpatch.errors import InputError
+from elfpatch.zipread import ZipArchive, open_zip
 
 SOURCES = {"value.cpp": 'extern "C" int value() { return 42; }\n'}
 
@@ -38,9 +39,11 @@ def inflater(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
         pytest.importorskip("isal", reason="isal is not installed")
     else:
         monkeypatch.setitem(sys.modules, "isal", None)  # its import now fails
-    wheel._deflate.cache_clear()
+    zipread.deflate_module.cache_clear()
+    zipread.decode_failures.cache_clear()
     yield request.param
-    wheel._deflate.cache_clear()
+    zipread.deflate_module.cache_clear()
+    zipread.decode_failures.cache_clear()
 
 
 def _with_central_field(path: Path, name: str, field: str, value: int) -> None:
@@ -56,11 +59,11 @@ def _with_central_field(path: Path, name: str, field: str, value: int) -> None:
     path.write_bytes(bytes(data))
 
 
-def _archive(path: Path, members: list[tuple[str, bytes, int]]) -> zipfile.ZipFile:
+def _archive(path: Path, members: list[tuple[str, bytes, int]]) -> ZipArchive:
     with zipfile.ZipFile(path, "w") as archive:
         for name, data, method in members:
             archive.writestr(zipfile.ZipInfo(name), data, compress_type=method)
-    return zipfile.ZipFile(path)
+    return open_zip(path)
 
 
 def test_members_are_found_by_magic_whatever_their_compression(library: bytes,
@@ -79,10 +82,13 @@ def test_members_are_found_by_magic_whatever_their_compression(library: bytes,
         ("magic-in-text.txt", b"\x7fELF" + text, zipfile.ZIP_DEFLATED),
     ]
     archive = _archive(tmp_path / "mixed.zip", members)
-    expected = [info.filename for info in archive.infolist()
-                if info.file_size >= 16 and archive.read(info)[:4] == b"\x7fELF"]
-    assert wheel.elf_members(archive, "mixed.zip") == expected
+    reference = zipfile.ZipFile(tmp_path / "mixed.zip")
+    expected = [info.filename for info in reference.infolist()
+                if info.file_size >= 16 and reference.read(info)[:4] == b"\x7fELF"]
+    assert [m.name for m in wheel.elf_members(archive)] == expected
     assert expected == ["stored.so", "deflated.so", "bzip2.so", "lzma.so", "magic-in-text.txt"]
+    for member in archive.members:  # every method decodes to what zipfile reads
+        assert b"".join(archive.decoded_chunks(member)) == reference.read(member.name)
 
 
 def test_a_corrupt_member_is_one_clean_error(library: bytes, tmp_path: Path) -> None:
@@ -92,18 +98,22 @@ def test_a_corrupt_member_is_one_clean_error(library: bytes, tmp_path: Path) -> 
     start = 30 + len("broken.so")
     data[start : start + 64] = bytes(range(64))  # the deflate stream's first bytes
     path.write_bytes(bytes(data))
-    with pytest.raises(InputError, match="cannot read archive member"):
-        wheel.elf_members(zipfile.ZipFile(path), "corrupt.zip")
+    with pytest.raises(InputError, match="corrupt compressed data"):
+        wheel.elf_members(open_zip(path))
 
 
-def test_a_large_member_is_read_into_a_mapping(library: bytes, tmp_path: Path,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_large_member_is_read_into_a_mapped_file(library: bytes, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     archive = _archive(tmp_path / "one.zip", [("lib.so", library, zipfile.ZIP_DEFLATED)])
-    monkeypatch.setattr(wheel, "_IN_MEMORY_LIMIT", 0)
-    elf = wheel.open_member(archive, "lib.so", "one.zip")
+    monkeypatch.setattr(wheel, "IN_MEMORY_LIMIT", 0)
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    elf = wheel.open_member(archive, archive.members[0])
     try:
         assert bytes(elf.view) == library
         assert elf.header.type_name == "DYN" and elf.sections  # it parses as the library
+        assert elf.name == f"{tmp_path / 'one.zip'}:lib.so"
+        assert list((tmp_path / "tmp").iterdir()) == []  # an anonymous file: no name
     finally:
         elf.close()
 
@@ -113,15 +123,14 @@ def test_inflated_members_equal_what_zipfile_reads(library: bytes, tmp_path: Pat
                                                    monkeypatch: pytest.MonkeyPatch,
                                                    inflater: str, in_memory: bool) -> None:
     big = library * 40  # several inflate steps, some bounded by the output limit
-    monkeypatch.setattr(wheel, "_INFLATE_INPUT", 4096)
-    monkeypatch.setattr(wheel, "_INFLATE_OUTPUT", 64 << 10)
+    monkeypatch.setattr(zipread, "READ_STEP", 4096)
+    monkeypatch.setattr(zipread, "DECODE_STEP", 64 << 10)
     if not in_memory:
-        monkeypatch.setattr(wheel, "_IN_MEMORY_LIMIT", 0)
+        monkeypatch.setattr(wheel, "IN_MEMORY_LIMIT", 0)
     members = [("lib.so", library), ("big.so", big), ("zeros.so", b"\x7fELF" + bytes(1 << 22))]
     archive = _archive(tmp_path / "m.zip", [(n, d, zipfile.ZIP_DEFLATED) for n, d in members])
-    for name, data in members:
-        assert bytes(wheel._member_data(archive, archive.getinfo(name))) == data == \
-            archive.read(name)
+    for member, (_name, data) in zip(archive.members, members, strict=True):
+        assert bytes(wheel.member_data(archive, member)) == data
 
 
 @pytest.mark.parametrize(("field", "words"), [("crc", "CRC-32 does not match"),
@@ -133,11 +142,12 @@ def test_a_member_that_lies_about_itself_is_refused(library: bytes, tmp_path: Pa
     _archive(path, [("lib.so", library, zipfile.ZIP_DEFLATED)]).close()
     info = zipfile.ZipFile(path).getinfo("lib.so")
     _with_central_field(path, "lib.so", field, info.CRC ^ 1 if field == "crc" else 100)
-    archive = zipfile.ZipFile(path)
     with pytest.raises(zipfile.BadZipFile):
-        archive.read("lib.so")  # zipfile refuses it too
-    with pytest.raises(InputError, match=words):
-        wheel.open_member(archive, "lib.so", "lying.zip")
+        zipfile.ZipFile(path).read("lib.so")  # zipfile refuses it too
+    archive = open_zip(path)
+    with pytest.raises(InputError, match=words) as raised:
+        wheel.open_member(archive, archive.members[0])
+    assert raised.value.path == f"{path}:lib.so"
 
 
 def test_a_member_shorter_than_stated_is_refused(library: bytes, tmp_path: Path,
@@ -145,5 +155,15 @@ def test_a_member_shorter_than_stated_is_refused(library: bytes, tmp_path: Path,
     path = tmp_path / "short.zip"
     _archive(path, [("lib.so", library, zipfile.ZIP_DEFLATED)]).close()
     _with_central_field(path, "lib.so", "size", len(library) + 1)
+    archive = open_zip(path)
     with pytest.raises(InputError, match=f"inflates to {len(library)} bytes"):
-        wheel.open_member(zipfile.ZipFile(path), "lib.so", "short.zip")
+        wheel.open_member(archive, archive.members[0])
+
+
+def test_the_head_of_a_member_is_its_first_bytes(library: bytes, tmp_path: Path) -> None:
+    """Whatever the method, and however many compressed bytes the first ones need."""
+    text = os.urandom(3000) + b"\x7fELF"  # incompressible: the magic is far into the stream
+    archive = _archive(tmp_path / "h.zip", [(f"{m}", text, m) for m in (0, 8, 12, 14)])
+    for member in archive.members:
+        assert archive.head(member, 3004) == text[:3004]
+        assert archive.head(member, 4) == text[:4]
