@@ -26,11 +26,11 @@ from elfpatch.analysis.effects import (
     AtExit,
     Effects,
     EffectsAnalyzer,
-    _Arm64Walk,
-    _X86Walk,
     initializer_effects,
     is_constructor,
 )
+from elfpatch.analysis.effects.aarch64 import Arm64Walk
+from elfpatch.analysis.effects.x86_64 import X86Walk
 from elfpatch.analysis.initializers import list_initializers
 from elfpatch.elf.file import ElfFile
 from elfpatch.errors import ElfpatchError
@@ -54,7 +54,8 @@ SOURCES = {
     "ext.cpp": ('#include <cstdlib>\n#include <cstring>\n'
                 'int env_len = std::strlen(std::getenv("PATH") ? std::getenv("PATH") : "");\n'),
     "lib.cpp": "extern int exe_value;\nint lib_copy = exe_value * 2;\n",
-    "main.cpp": "int exe_value = 21;\nint main() { return 0; }\n",
+    "main.cpp": ("int exe_value = 21;\nint (*volatile hook)() = nullptr;\n"
+                 "int main() { return 0; }\n"),
     "tls.cpp": "__thread int tv = 3;\nint copy_tv = tv + 1;\n",
     "calls.cpp": (
         "#include <cstdio>\n"
@@ -76,6 +77,17 @@ SOURCES = {
         "    case 3: f3(); return 43; case 4: f4(); return 54; case 5: f5(); return 65;\n"
         "    case 6: f6(); return 76; case 7: f7(); return 87;\n  }\n  return 0;\n}\n"
         "int picked = pick();\n"),
+    "hook.cpp": "extern int (*volatile hook)();\nint hooked = hook();\n",
+    "keep.cpp": ('#include <string>\nextern std::string kept;\n'
+                 "void keep(const std::string* name);\n"
+                 "bool kept_once = (keep(&kept), true);\n"),
+    "measure.cpp": ('#include <string>\nextern std::string kept;\n'
+                    "unsigned long measure(const std::string* name);\n"
+                    "unsigned long measured = measure(&kept);\n"),
+    "keepers.cpp": ('#include <string>\nconst std::string* keeper;\n'
+                    "void keep(const std::string* name) { keeper = name; }\n"
+                    "unsigned long measure(const std::string* name) { return name->size(); }\n"),
+    "kept.cpp": '#include <string>\nstd::string kept("kept-long-enough-for-the-heap");\n',
     "switch_defs.cpp": ("volatile int selector = 3;\n"
                         "void f0(){} void f1(){} void f2(){} void f3(){}\n"
                         "void f4(){} void f5(){} void f6(){} void f7(){}\n"),
@@ -323,13 +335,41 @@ def test_function_local_static_is_not_a_global_write(variant: Variant, workdir: 
 
 
 # -- what cannot be followed ---------------------------------------------------------------
-def test_jump_table_is_an_unknown_indirect_jump(workdir: Path) -> None:
-    variant = EXECUTABLES[1]
+@pytest.mark.parametrize("variant", [EXECUTABLES[1], EXECUTABLES[5]], ids=lambda v: v.name)
+def test_jump_table(variant: Variant, workdir: Path) -> None:
+    """gcc's x86-64 switch table (32-bit offsets from the table) is read and every case
+    followed (gcc for aarch64 compares and branches here)."""
     path = build(variant, workdir, ["switch.cpp", "switch_defs.cpp", "main.cpp"])
     found = initializer(effects_of(path), "switch.cpp", "picked")
-    assert not found.complete
     assert "selector" in found.reads and "picked" in found.writes
     assert {f"_Z2f{k}v" for k in range(8)} <= set(found.calls)
+    assert found.complete and found.stopped == ()
+
+
+def test_call_through_a_pointer_stops_the_walk(workdir: Path) -> None:
+    path = build(EXECUTABLES[1], workdir, ["hook.cpp", "main.cpp"])
+    found = initializer(effects_of(path), "hook.cpp", "hooked")
+    assert not found.complete and found.stopped == ("indirect call",)
+    assert "hooked" in found.writes
+
+
+# -- an address is not a read ----------------------------------------------------------------
+ADDRESS_UNITS = ["keep.cpp", "measure.cpp", "keepers.cpp", "kept.cpp"]
+KEPT = "_Z4keptB5cxx11"
+
+
+@pytest.mark.parametrize("variant", ALL, ids=lambda v: v.name)
+def test_passing_an_address_is_not_reading(variant: Variant, workdir: Path) -> None:
+    """keep(&kept) stores the pointer; measure(&kept) reads kept.size(): what the called
+    function does with its parameter decides, followed through the stack at -O0 and
+    through the PLT and GOT in a shared library."""
+    units = ADDRESS_UNITS + ([] if variant.shared else ["main.cpp"])
+    found = effects_of(build(variant, workdir, units))
+    keep = initializer(found, "keep.cpp", "kept_once")
+    measure = initializer(found, "measure.cpp", "measured")
+    assert KEPT not in keep.reads and KEPT not in keep.writes
+    assert KEPT in keep.addresses
+    assert KEPT in measure.reads and KEPT not in measure.writes
 
 
 def test_unsupported_machine_gives_unknown_effects(workdir: Path) -> None:
@@ -387,7 +427,7 @@ def test_corrupt_code_raises_only_elfpatch_errors(variant: Variant, workdir: Pat
 ])
 def test_x86_registers_set(mnemonic: str, operands: str,
                            written: tuple[str, ...] | None) -> None:
-    assert _X86Walk.registers_set(mnemonic, operands) == written
+    assert X86Walk.registers_set(mnemonic, operands) == written
 
 
 @pytest.mark.parametrize(("mnemonic", "operands", "written"), [
@@ -406,7 +446,7 @@ def test_x86_registers_set(mnemonic: str, operands: str,
 ])
 def test_aarch64_registers_set(mnemonic: str, operands: str,
                                written: tuple[str, ...] | None) -> None:
-    assert _Arm64Walk.registers_set(mnemonic, operands) == written
+    assert Arm64Walk.registers_set(mnemonic, operands) == written
 
 
 @pytest.mark.parametrize("variant", [LIBRARIES[1], LIBRARIES[3]], ids=lambda v: v.name)
@@ -419,11 +459,11 @@ def test_registers_a_call_may_change(variant: Variant, workdir: Path) -> None:
         def written(name: str) -> frozenset[str] | None:
             return analyzer.registers_written(analyzer.code_target(address[name]))
 
-        walk = _X86Walk if variant.compiler == X86 else _Arm64Walk
-        result, first = ("rax", "rdi") if walk is _X86Walk else ("x0", "x0")
+        walk = X86Walk if variant.compiler == X86 else Arm64Walk
+        result, first = ("rax", "rdi") if walk is X86Walk else ("x0", "x0")
         assert written("writes_nothing") == frozenset()
         assert written("sum") is not None and result in written("sum")
-        if walk is _X86Walk:
+        if walk is X86Walk:
             assert first not in written("sum")  # read, never written
         inner, outer = written("sum"), written("calls_sum")
         assert outer is not None and inner < outer <= walk.CALLER_SAVED

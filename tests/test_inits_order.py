@@ -8,9 +8,12 @@ aarch64 (run under qemu-user when it is installed).
 
 from __future__ import annotations
 
+import re
 import subprocess
+from pathlib import Path
 
 import pytest
+from conftest import require_tool
 
 from elfpatch.analysis.initializers import list_initializers
 from elfpatch.elf.file import ElfFile
@@ -108,14 +111,43 @@ def test_shared_library_order_matches_run(flags: list[str]) -> None:
     assert printed == predicted_units(str(library)) == ["s1.cpp", "s2.cpp", "s1.cpp"]
 
 
-def test_translation_units_named_without_dwarf() -> None:
-    toolchain = _toolchain("x86_64")
-    sources = {"t1.cpp": unit_source("t1") + "int first_global_t1 = 1;\n",
-               "main.cpp": MAIN}
-    program = build.build_executable(sources, "named", ["-fPIE", "-pie"], toolchain=toolchain)
+NAMED_SOURCES = {"t1.cpp": unit_source("t1") + "int first_global_t1 = 1;\n", "main.cpp": MAIN}
+
+
+def named_units(program: Path) -> list[tuple[str | None, str | None, str | None]]:
+    """(symbol, translation unit, where its name came from) of each user initializer."""
     with ElfFile.open(program) as elf:
-        entries = [e for e in list_initializers(elf, str(program)).initializers
-                   if not e.is_runtime]
-    assert [e.symbol for e in entries] == ["_GLOBAL__sub_I_first_global_t1"]
-    assert entries[0].translation_unit == "the TU defining first_global_t1"
-    assert entries[0].translation_unit_source == "symbol name"
+        return [(e.symbol, e.translation_unit, e.translation_unit_source)
+                for e in list_initializers(elf, str(program)).initializers if not e.is_runtime]
+
+
+@pytest.mark.parametrize("machine", ["x86_64", "aarch64"])
+def test_translation_units_named_without_dwarf(machine: str) -> None:
+    """gcc names the initializer after the TU's first global; the STT_FILE symbol
+    before it in .symtab names the file, as readelf shows it."""
+    program = build.build_executable(NAMED_SOURCES, "named", ["-fPIE", "-pie"],
+                                     toolchain=_toolchain(machine))
+    require_tool("readelf")
+    symbols = subprocess.run(["readelf", "-sW", str(program)], capture_output=True, text=True,
+                             check=True).stdout
+    assert re.search(r"FILE +LOCAL +DEFAULT +ABS t1\.cpp$", symbols, re.M)
+    assert "debug_info" not in subprocess.run(["readelf", "-SW", str(program)],
+                                              capture_output=True, text=True).stdout
+    assert named_units(program) == [("_GLOBAL__sub_I_first_global_t1", "t1.cpp",
+                                     "file symbol")]
+
+
+def test_translation_unit_sources(tmp_path: Path) -> None:
+    """DWARF first; without STT_FILE symbols, gcc's name for the initializer."""
+    toolchain = _toolchain("x86_64")
+    with_dwarf = build.build_executable(NAMED_SOURCES, "named_dwarf", ["-fPIE", "-pie", "-g"],
+                                        toolchain=toolchain)
+    assert named_units(with_dwarf) == [("_GLOBAL__sub_I_first_global_t1", "t1.cpp", "dwarf")]
+    plain = build.build_executable(NAMED_SOURCES, "named", ["-fPIE", "-pie"],
+                                   toolchain=toolchain)
+    without_files = tmp_path / "no_file_symbols"
+    require_tool("objcopy")
+    subprocess.run(["objcopy", "--wildcard", "--strip-symbol=*.cpp", "--strip-symbol=*.c",
+                    "--strip-symbol=*.o", str(plain), str(without_files)], check=True)
+    assert named_units(without_files) == [("_GLOBAL__sub_I_first_global_t1",
+                                           "the TU defining first_global_t1", "symbol name")]

@@ -70,8 +70,9 @@ def test_exit_time_destructors_are_listed(cxx: object) -> None:
                    if r["kind"] == "exit-time-destructor"}
     assert {"the_logger", "the_service"} <= destructors
     entries = [e for e in buggy["files"][0]["initializers"] if e["registers_destructor"]]
-    units = " ".join(e["translation_unit"] for e in entries)
-    assert "the_logger" in units and "the_service" in units  # no DWARF: named by first global
+    # No DWARF: the files are named by the STT_FILE symbols of .symtab.
+    assert [(e["translation_unit"], e["translation_unit_source"]) for e in entries] == [
+        ("service.cpp", "file symbol"), ("logger.cpp", "file symbol")]
     cured = inits_json(scenario.path("cured"))
     cured_objects = {r["object"] for r in cured["files"][0]["risks"]
                      if r["kind"] == "exit-time-destructor"}
@@ -85,3 +86,19 @@ def test_inits_json_matches_schema(cxx: object) -> None:
     jsonschema.validate(document, schema)
     text = run_elfpatch("inits", str(build.build_scenario("siof").path("bad_order"))).stdout
     assert "init-order" in text and "consumer.cpp" in text
+
+
+@pytest.mark.parametrize(("symbol", "internal"), [
+    ("_ZL8__ioinit", True),  # static std::ios_base::Init __ioinit
+    ("_ZStL8__ioinit", True),
+    ("_ZN5torch3jitL14activation_opsE", True),  # a namespace-scope static
+    ("_ZN12_GLOBAL__N_13fooE", True),  # an anonymous namespace's member
+    ("_ZN2at6native12_GLOBAL__N_1L46TORCH_LIBRARY_IMPL_static_init_quantized_CPU_1E", True),
+    ("_Z11config_nameB5cxx11", False),
+    ("_ZN3c104impl3fooE", False),
+    ("plain_c_global", False),
+])
+def test_internal_linkage_from_the_mangled_name(symbol: str, internal: bool) -> None:
+    from elfpatch.analysis.linkage import has_internal_linkage
+
+    assert has_internal_linkage(symbol) is internal

@@ -90,4 +90,5 @@ def test_effects_shared_out_between_processes_equal_those_of_one(
     with ElfFile.open(program) as elf:
         shared, _ = init_order.analyse_object(elf, str(program))
     assert shared == alone and alone.risks
-    assert forks == [1] or threading.active_count() != 1
+    # Initializers and registered destructors are each shared out when there are enough.
+    assert forks or threading.active_count() != 1

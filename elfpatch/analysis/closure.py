@@ -38,19 +38,31 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from stat import S_ISDIR, S_ISREG
 
 from elfpatch.elf import constants as C
+from elfpatch.elf.constants import (
+    EM_386,
+    EM_AARCH64,
+    EM_ARM,
+    EM_LOONGARCH,
+    EM_PPC,
+    EM_PPC64,
+    EM_RISCV,
+    EM_S390,
+    EM_SPARCV9,
+    EM_X86_64,
+)
 from elfpatch.elf.file import ElfFile, ElfHeader
 from elfpatch.elf.ldcache import LdCache, accepted_cache_flags, read_ld_cache
 from elfpatch.errors import ElfpatchError
+from elfpatch.regular_file import NOT_REGULAR
 
 DF_1_INITFIRST = 0x20
 DF_1_NODEFLIB = 0x800
 DF_1_PIE = 0x08000000
 LIBC_SONAME = "libc.so.6"  # when it is the root, glibc lets it take part in the sort
 
-EM_386, EM_S390, EM_ARM, EM_X86_64, EM_AARCH64 = 3, 22, 40, 62, 183
-EM_PPC, EM_PPC64, EM_RISCV, EM_LOONGARCH, EM_SPARCV9 = 20, 21, 243, 258, 43
 _EF_ARM_ABI_FLOAT_HARD = 0x400
 
 
@@ -616,11 +628,14 @@ def _verify(path: str, root: ElfHeader) -> tuple[int, int] | None:
     except OSError:
         return None
     try:
+        stat = os.fstat(descriptor)
+        if not (S_ISREG(stat.st_mode) or S_ISDIR(stat.st_mode)):
+            # ld.so itself would wait on a FIFO here; we report it instead.
+            raise _Unusable(f"{path}: {NOT_REGULAR}")
         try:
             head = os.read(descriptor, 64)
         except OSError as error:
             raise _Unusable(f"{path}: cannot read file data: {error.strerror}") from None
-        stat = os.fstat(descriptor)
     finally:
         os.close(descriptor)
     if _check_header(path, head, root) == _OTHER:

@@ -3,27 +3,59 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from itertools import zip_longest
+from itertools import compress, zip_longest
 from pathlib import Path
+from typing import TypeVar
 
-from elfpatch.analysis.effects import Effects, EffectsAnalyzer
-from elfpatch.analysis.initializers import InitializerEntry, ObjectInits, list_initializers
+from elfpatch.analysis.effects import Effects, EffectsAnalyzer, Part
+from elfpatch.analysis.effects.summary import settle
+from elfpatch.analysis.initializers import (
+    InitializerEntry,
+    ObjectInits,
+    UnitFinder,
+    is_merged_initializer,
+    list_initializers,
+    name_part,
+)
+from elfpatch.analysis.linkage import has_internal_linkage
 from elfpatch.analysis.risks import (
     AnalysedInitializer,
     ObjectInitialisation,
     Risk,
+    constructed_by,
+    cross_object_destruction_risks,
     cross_object_risks,
+    destruction_order_risks,
     destructor_risks,
+    is_lazily_initialised,
     order_risks,
+    read_at_exit,
+    registrations,
 )
 from elfpatch.elf import constants as C
 from elfpatch.elf.file import ElfFile
-from elfpatch.elf.symbols import read_dynsym
+from elfpatch.elf.symbols import read_dynsym, read_symtab
 from elfpatch.errors import ElfpatchError
 from elfpatch.parallel import run_alongside
 from elfpatch.runner import run_per_file
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """How much of an object's initializer and destructor code was followed to its end."""
+
+    initializers: int  # initializers followed (each part of a merged one counts)
+    initializers_complete: int
+    destructors: int  # registered destructors and atexit functions of this object followed
+    destructors_complete: int
+    # Why the others stopped: (reason, how many initializers and destructors it stopped).
+    stopped: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -37,6 +69,7 @@ class ObjectReport:
     finalizers: tuple[InitializerEntry, ...]
     risks: tuple[Risk, ...]
     effects_complete: bool  # False when some machine code could not be followed
+    coverage: Coverage | None = None  # None when the machine code was not read
 
 
 @dataclass(frozen=True)
@@ -53,53 +86,216 @@ class InitsResult:
     errors: list[ElfpatchError]
 
 
+@dataclass(frozen=True)
+class ObjectAnalysis:
+    """One object's report, and what the closure's cross-object risks need."""
+
+    report: ObjectReport
+    analysed: list[AnalysedInitializer]
+    exit_code: dict[int, Effects]  # registered destructors' and atexit functions' effects
+
+
 def analyse_object(elf: ElfFile, path: str, member: str | None = None,
                    listing: ObjectInits | None = None,
                    ) -> tuple[ObjectReport, list[AnalysedInitializer]]:
     """``listing``: the object's initializers, when the caller has listed them already."""
+    analysis = analyse_object_fully(elf, path, member, listing)
+    return analysis.report, analysis.analysed
+
+
+def analyse_object_fully(elf: ElfFile, path: str, member: str | None = None,
+                         listing: ObjectInits | None = None,
+                         follow_code: bool = True, in_closure: bool = False) -> ObjectAnalysis:
+    """The object's initializers, what they and its exit-time code do, and the risks.
+
+    ``follow_code=False`` lists the initializers without reading machine code;
+    ``in_closure``: other objects may read what this one exports.
+    """
     listing = listing or list_initializers(elf, path, member)
+    soname = elf.soname if elf.dynamic else None
+    if not follow_code:
+        report = ObjectReport(path, member, listing.machine, listing.elf_type, soname,
+                              listing.initializers, listing.finalizers, (), True)
+        return ObjectAnalysis(report, [], {})
+    analyzer = EffectsAnalyzer(elf)
     entries = listing.followed
-    analysed = [AnalysedInitializer(entry, effects)
-                for entry, effects in zip(entries, _effects_of(elf, entries), strict=True)]
-    registering = {item.entry for item in analysed if item.effects.atexit}
-    initializers = tuple(dataclasses.replace(e, registers_destructor=True) if e in registering
-                         else e for e in listing.initializers)
-    risks = order_risks(analysed) + destructor_risks(analysed)
-    report = ObjectReport(path, member, listing.machine, listing.elf_type,
-                          elf.soname if elf.dynamic else None, initializers, listing.finalizers,
-                          tuple(risks), all(item.effects.complete for item in analysed))
-    return report, analysed
+    if analyzer.supported and len(entries) >= _PARALLEL_MINIMUM:
+        analyzer.index.prepare()  # once, before the fork: both halves use it
+    found = _shared_out(entries, lambda entry: _initializer_effects(analyzer, entry))
+    analysed, named = _analysed(elf, entries, found)
+    exit_code = _exit_code(analyzer, analysed)
+    hooks = _hook_code(elf, analyzer, analysed)
+    analysed, exit_code, hooks = _settled(analyzer, analysed, exit_code, hooks,
+                                          _exported_definitions(elf) if in_closure
+                                          else frozenset())
+    read = read_at_exit(analysed, exit_code, hooks)
+    initializers = tuple(named.get(e, e) for e in listing.initializers)
+    risks = order_risks(analysed) + destruction_order_risks(analysed, exit_code) \
+        + destructor_risks(analysed, read)
+    report = ObjectReport(path, member, listing.machine, listing.elf_type, soname,
+                          initializers, listing.finalizers, tuple(risks),
+                          all(item.effects.complete for item in analysed),
+                          _coverage(analysed, exit_code))
+    return ObjectAnalysis(report, analysed, exit_code)
 
 
-# Below this many initializers a second process costs more than it saves.
+def _initializer_effects(analyzer: EffectsAnalyzer, entry: InitializerEntry,
+                         ) -> Effects | list[Part]:
+    """An initializer's effects, or a merged initializer's parts."""
+    assert entry.address is not None
+    if is_merged_initializer(entry.symbol):
+        return analyzer.parts(entry.address)
+    return analyzer.effects(entry.address, settle=False)
+
+
+def _settled(analyzer: EffectsAnalyzer, analysed: list[AnalysedInitializer],
+             exit_code: dict[int, Effects], hooks: list[Effects], exported: frozenset[str],
+             ) -> tuple[list[AnalysedInitializer], dict[int, Effects], list[Effects]]:
+    """Work out what a function does with a global's address passed to it only where
+    that can matter: a global that more than one initializer (or destructor, or
+    thread) touches, another object's global, and, in a closure, one this object
+    exports (``exported``).  The rest are taken for addresses: following them
+    costs time and changes no verdict.  A global with internal linkage is one
+    TU's own: another TU's initializer with a global of the same name touches
+    a different object."""
+    touched: Counter[str] = Counter()
+    built: set[str] = set()  # what some code may construct
+    for effects in (*(item.effects for item in analysed), *exit_code.values(), *hooks):
+        registered = {r.object for r in effects.atexit if r.object}
+        touched.update({*effects.reads, *effects.writes, *(p[0] for p in effects.pending),
+                        *registered})
+        built.update(effects.writes, registered, (p[0] for p in effects.pending if p[2] <= 0))
+    worth = {s for s, n in touched.items() if n > 1 and s in built
+             and not is_lazily_initialised(s) and not has_internal_linkage(s)}
+    worth.update(s for s in exported if s in touched)
+
+    def use(symbol: str, function: int, position: int, foreign: bool) -> int | None:
+        if foreign or symbol in worth:
+            return analyzer.parameter_use(function, position)
+        return None
+
+    return ([dataclasses.replace(item, effects=settle(item.effects, use)) for item in analysed],
+            {address: settle(effects, use) for address, effects in exit_code.items()},
+            [settle(effects, use) for effects in hooks])
+
+def _analysed(elf: ElfFile, entries: list[InitializerEntry],
+              found: list[Effects | list[Part]],
+              ) -> tuple[list[AnalysedInitializer], dict[InitializerEntry, InitializerEntry]]:
+    """The initializers in run order, merged ones expanded into their parts; and each
+    entry as listed once its registrations and parts are known."""
+    analysed: list[AnalysedInitializer] = []
+    named: dict[InitializerEntry, InitializerEntry] = {}
+    units: UnitFinder | None = None
+    for entry, result in zip(entries, found, strict=True):
+        if isinstance(result, Effects):
+            items = [AnalysedInitializer(entry, result)]
+        else:
+            units = units or UnitFinder(elf)
+            items = _parts(units, entry, result)
+        analysed += items
+        registers = any(item.effects.atexit for item in items)
+        parts = tuple(item.part for item in items if item.part is not None)
+        if registers or parts:
+            named[entry] = dataclasses.replace(entry, registers_destructor=registers,
+                                               parts=parts)
+    return analysed, named
+
+
+def _parts(units: UnitFinder, entry: InitializerEntry,
+           parts: list[Part]) -> list[AnalysedInitializer]:
+    items = []
+    for position, part in enumerate(parts, 1):
+        item = AnalysedInitializer(entry, part.effects)
+        # Inlined code may hold several TUs' initializers: no one TU names it.
+        built = () if part.inline else constructed_by(item)
+        named = name_part(units, position, part.address, part.symbol, built)
+        items.append(AnalysedInitializer(entry, part.effects, named, part.inline))
+    return items
+
+
+# Below this many pieces of work a second process costs more than it saves.
 _PARALLEL_MINIMUM = 64
 
 
-def _effects_of(elf: ElfFile, entries: list[InitializerEntry]) -> list[Effects]:
-    """Each entry's effects; a big object's are shared out between two processes.
+def _shared_out(items: Sequence[T], work: Callable[[T], Effects | list[Part]],
+                ) -> list[Effects | list[Part]]:
+    """``work`` on each item; for many, shared out between two processes.
 
-    The entries alternate between the halves, so that the big initializers
+    The items alternate between the halves, so that the big initializers
     of a library (often in neighbouring slots) do not all land on one side.
     """
-    analyzer = EffectsAnalyzer(elf)
+    def half(part: Sequence[T]) -> Callable[[], list[Effects | list[Part]]]:
+        return lambda: [work(item) for item in part]
 
-    def effects_of(part: list[InitializerEntry]) -> Callable[[], list[Effects]]:
-        return lambda: [analyzer.effects(e.address) for e in part if e.address is not None]
-
-    if len(entries) < _PARALLEL_MINIMUM:
-        return effects_of(entries)()
-    analyzer.index.prepare()  # once, before the fork: both halves use it
-    even, odd = run_alongside(effects_of(entries[0::2]), effects_of(entries[1::2]))
-    return [effects for pair in zip_longest(even, odd) for effects in pair if effects is not None]
+    if len(items) < _PARALLEL_MINIMUM:
+        return half(items)()
+    even, odd = run_alongside(half(items[0::2]), half(items[1::2]))
+    return [result for pair in zip_longest(even, odd, fillvalue=None) for result in pair
+            if result is not None]
 
 
-def analyse_paths(paths: Iterable[str]) -> InitsResult:
-    outcome = run_per_file(paths, lambda source, elf: analyse_object(elf, source.path,
-                                                                      source.member)[0])
+def _exit_code(analyzer: EffectsAnalyzer, analysed: list[AnalysedInitializer],
+               ) -> dict[int, Effects]:
+    """The effects of each destructor (and atexit function) registered, of this object."""
+    addresses = list(dict.fromkeys(
+        r.atexit.destructor_address for r in registrations(analysed)
+        if r.atexit.destructor_address is not None))
+    if analyzer.supported and len(addresses) >= _PARALLEL_MINIMUM:
+        analyzer.index.prepare()  # once, before the fork: both halves use it
+    found = _shared_out(addresses, lambda address: analyzer.effects(address, settle=False))
+    return {a: e for a, e in zip(addresses, found, strict=True) if isinstance(e, Effects)}
+
+
+def _hook_code(elf: ElfFile, analyzer: EffectsAnalyzer,
+               analysed: list[AnalysedInitializer]) -> list[Effects]:
+    """What fork handlers and thread bodies read: they may run while or after
+    destructors run.  Only worth reading when something is destroyed at exit."""
+    if not any(item.effects.atexit for item in analysed):
+        return []
+    addresses = [*dict.fromkeys(a for item in analysed for a in item.effects.hooks),
+                 *_thread_bodies(elf)]
+    return [analyzer.effects(address, settle=False) for address in dict.fromkeys(addresses)]
+
+
+# gcc's names for the bodies std::thread runs (one per callable type).
+_THREAD_BODY = re.compile(rb"_ZNSt6thread11_State_impl[^\x00]*?E6_M_runEv\x00")
+_THREAD_START = re.compile(rb"_ZNSt6thread15_M_start_thread")
+
+
+def _thread_bodies(elf: ElfFile) -> list[int]:
+    """Addresses of the std::thread bodies this object defines (when it starts threads:
+    the C++ runtime's thread start is then among its imports, a quick look)."""
+    dynamic = read_dynsym(elf)
+    if dynamic is None or not _THREAD_START.search(elf.view[
+            dynamic.strtab_offset : dynamic.strtab_offset + dynamic.strtab_size]):
+        return []
+    table = read_symtab(elf) or dynamic
+    strings = elf.view[table.strtab_offset : table.strtab_offset + table.strtab_size]
+    names = {m.start() for m in _THREAD_BODY.finditer(strings)}
+    if not names:
+        return []
+    picked = compress(range(table.count), map(names.__contains__, table.name_offsets))
+    return [table.values[i] for i in picked
+            if table.shndxs[i] != C.SHN_UNDEF and table.infos[i] & 0xF == C.STT_FUNC]
+
+
+def _coverage(analysed: list[AnalysedInitializer], exit_code: dict[int, Effects]) -> Coverage:
+    followed = [item.effects for item in analysed]
+    destructors = list(exit_code.values())
+    stopped = Counter(reason for effects in (*followed, *destructors)
+                      for reason in effects.stopped)
+    return Coverage(len(followed), sum(e.complete for e in followed),
+                    len(destructors), sum(e.complete for e in destructors),
+                    tuple(sorted(stopped.items(), key=lambda pair: (-pair[1], pair[0]))))
+
+
+def analyse_paths(paths: Iterable[str], follow_code: bool = True) -> InitsResult:
+    outcome = run_per_file(paths, lambda source, elf: analyse_object_fully(
+        elf, source.path, source.member, follow_code=follow_code).report)
     return InitsResult(outcome.results, None, [], outcome.errors)
 
 
-def analyse_closure(root: str, sort_algorithm: int) -> InitsResult:
+def analyse_closure(root: str, sort_algorithm: int, follow_code: bool = True) -> InitsResult:
     """Every object the loader brings in for ``root``, in the order their initializers run."""
     from elfpatch.analysis.closure import dependency_closure
 
@@ -110,15 +306,20 @@ def analyse_closure(root: str, sort_algorithm: int) -> InitsResult:
     for position, loaded in enumerate(closure.objects):
         try:
             with ElfFile.open(loaded.path) as elf:
-                report, analysed = analyse_object(elf, str(loaded.path))
-                states.append(ObjectInitialisation(str(loaded.path), position, tuple(analysed),
-                                                   _exported_definitions(elf)))
+                analysis = analyse_object_fully(elf, str(loaded.path),
+                                                follow_code=follow_code, in_closure=True)
+                states.append(ObjectInitialisation(str(loaded.path), position,
+                                                   tuple(analysis.analysed),
+                                                   _exported_definitions(elf),
+                                                   analysis.exit_code))
         except ElfpatchError as error:
             errors.append(error)
             continue
-        reports.append(report)
+        reports.append(analysis.report)
     lookup = [str(o.path) for o in closure.load_order]
     extra = cross_object_risks(states, lookup)
+    for label, risks in cross_object_destruction_risks(states, lookup).items():
+        extra.setdefault(label, []).extend(risks)
     reports = [dataclasses.replace(r, risks=r.risks + tuple(extra.get(r.path, ())))
                for r in reports]
     entries = [ClosureEntry(str(o.path), o.soname) for o in closure.objects]

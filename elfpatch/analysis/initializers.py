@@ -6,16 +6,26 @@ DT_INIT, last entry first.  At exit and dlclose: DT_FINI_ARRAY last entry
 first, then DT_FINI (whose legacy .dtors run first entry first).
 
 Each entry is named from .symtab, else .dynsym, and placed in a
-translation unit: from DWARF when the object has it, else from the name gcc
-and clang give TU initializers, which for gcc is the first global symbol
-the TU defines rather than always its file name.
+translation unit: from DWARF when the object has it, else from the
+``STT_FILE`` symbol that precedes the entry's local symbol in .symtab (an
+unstripped release build names each TU's source file there), else from the
+name gcc and clang give TU initializers, which for gcc is the first global
+symbol the TU defines rather than always its file name.
+
+With link-time optimisation gcc merges every TU's dynamic initialization
+into one function (``_sub_I_65535_0.0``) that calls each TU's initializer
+in an order of its choosing; such an entry is split into ``parts`` once its
+machine code has been read (``init_order``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
+from bisect import bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cached_property
 from itertools import compress
 
 from elfpatch.demangle import demangle
@@ -37,10 +47,31 @@ _GCC_PRIORITY = re.compile(r"^_GLOBAL__sub_[ID]\.(\d{5})_")
 _CLANG_PRIORITY = re.compile(r"^_GLOBAL__[ID]_(\d{6})")
 _TU_FUNCTION = re.compile(r"^_GLOBAL__sub_[ID](?:\.\d{5})?_(.+)$")
 _SOURCE_SUFFIX = re.compile(r"\.(c|cc|cpp|cxx|c\+\+|C|cp|CPP|mm|m|cu)$")
+# gcc -flto: _sub_I_65535_0.0 (constructors), _sub_D_65535_0.0 (destructors).
+_MERGED = re.compile(r"^_sub_[ID]_\d{5}_\d+(\.\d+)?$")
+# DWARF's name for the compile units of link-time optimised code.
+_ARTIFICIAL_UNIT = "<artificial>"
+
+SOURCE_DWARF = "dwarf"
+SOURCE_FILE_SYMBOL = "file symbol"
+SOURCE_SYMBOL_NAME = "symbol name"
+SOURCE_CONSTRUCTED = "constructed object"
 
 # The C runtime's own entries: not user code, but listed so the order is complete.
 RUNTIME_ENTRIES = frozenset({"frame_dummy", "__do_global_dtors_aux", "_init", "_fini",
                              "register_tm_clones", "deregister_tm_clones"})
+
+
+@dataclass(frozen=True)
+class InitializerPart:
+    """One per-TU initializer inside a merged one (gcc -flto), in the order they run."""
+
+    position: int  # 1, 2, … in call order
+    address: int | None  # the function called; None for code inlined into the merged one
+    symbol: str | None
+    demangled: str | None
+    translation_unit: str | None
+    translation_unit_source: str | None  # "dwarf", "symbol name" or "constructed object"
 
 
 @dataclass(frozen=True)
@@ -51,9 +82,13 @@ class InitializerEntry:
     symbol: str | None
     demangled: str | None
     translation_unit: str | None
-    translation_unit_source: str | None  # "dwarf" or "symbol name"
+    translation_unit_source: str | None  # "dwarf", "file symbol" or "symbol name"
     priority: int | None
     registers_destructor: bool = False
+    parts: tuple[InitializerPart, ...] = ()  # a merged initializer's, once analysed
+    # Without a symbol of its own (a stripped file): the nearest exported function
+    # at or below its address, as "name+0xoffset", to find it in a disassembly.
+    nearest: str | None = None
 
     @property
     def is_runtime(self) -> bool:
@@ -73,6 +108,11 @@ class ObjectInits:
     def followed(self) -> list[InitializerEntry]:
         """The initializers whose machine code is read: resolved, and not the C runtime's."""
         return [e for e in self.initializers if e.address is not None and not e.is_runtime]
+
+
+def is_merged_initializer(symbol: str | None) -> bool:
+    """gcc's link-time optimised initializer, which calls every TU's in turn."""
+    return symbol is not None and bool(_MERGED.match(symbol))
 
 
 def init_priority(symbol: str | None) -> int | None:
@@ -97,11 +137,14 @@ def unit_from_symbol(symbol: str | None) -> str | None:
 
 
 class SymbolNamer:
-    """Names addresses from .symtab, else .dynsym, scanning each table once."""
+    """Names addresses from .symtab, else .dynsym, scanning each table once; and the
+    source file of the translation unit whose local symbol an address has."""
 
     def __init__(self, elf: ElfFile) -> None:
-        self.tables = [t for t in (read_symtab(elf), read_dynsym(elf)) if t is not None]
+        self.symtab = read_symtab(elf)
+        self.tables = [t for t in (self.symtab, read_dynsym(elf)) if t is not None]
         self.thumb = elf.header.machine == 40
+        self.files: dict[int, str] = {}  # address -> STT_FILE name, found along with names
 
     def names(self, addresses: Iterable[int]) -> dict[int, str]:
         wanted = {a & ~1 if self.thumb else a for a in addresses}
@@ -116,7 +159,34 @@ class SymbolNamer:
                     candidates.setdefault(value, []).append(index)
             for value, indices in candidates.items():
                 found[value] = table.name(_best_symbol(table, indices))
+                if table is self.symtab:
+                    self._note_file(value, indices)
         return found
+
+    def _note_file(self, address: int, indices: list[int]) -> None:
+        """The STT_FILE symbol before a local symbol names its translation unit."""
+        assert self.symtab is not None
+        infos = self.symtab.infos
+        # The function's own symbol: a mapping symbol ($x) of another file may share
+        # its address.
+        local = next((i for i in indices if infos[i] >> 4 == C.STB_LOCAL
+                      and infos[i] & 0xF in (C.STT_FUNC, C.STT_GNU_IFUNC)), None)
+        if local is None:
+            return
+        k = bisect_right(self._file_symbols, local) - 1
+        if k >= 0:
+            name = self.symtab.name(self._file_symbols[k])
+            if name:  # the linker's own locals follow a FILE symbol without a name
+                self.files[address] = name
+
+    @cached_property
+    def _file_symbols(self) -> list[int]:
+        assert self.symtab is not None
+        return list(compress(range(self.symtab.count),
+                             self.symtab.infos.translate(_FILE_INFO)))
+
+
+_FILE_INFO = bytes(1 if b & 0xF == C.STT_FILE else 0 for b in range(256))
 
 
 def _best_symbol(table: SymbolTable, indices: list[int]) -> int:
@@ -140,7 +210,8 @@ class UnitFinder:
             self._ranges = _compile_unit_ranges(self.elf)
         for low, high, name in self._ranges:
             if low <= address < high:
-                return name
+                # Link-time optimised code: one artificial unit for all the TUs.
+                return name if name != _ARTIFICIAL_UNIT else None
         return None
 
 
@@ -152,16 +223,36 @@ def _compile_unit_ranges(elf: ElfFile) -> list[tuple[int, int, str]]:
     return compile_unit_ranges(elf)
 
 
+def _translation_unit(address: int | None, symbol: str | None, units: UnitFinder,
+                      files: dict[int, str]) -> tuple[str | None, str | None]:
+    """(translation unit, where its name came from): DWARF, STT_FILE, gcc's naming."""
+    found = [(units.unit(address) if address is not None else None, SOURCE_DWARF),
+             (files.get(address) if address is not None else None, SOURCE_FILE_SYMBOL),
+             (unit_from_symbol(symbol), SOURCE_SYMBOL_NAME)]
+    return next(((name, source) for name, source in found if name), (None, None))
+
+
 def _entry(kind: str, index: int, address: int | None, symbol: str | None,
-           units: UnitFinder) -> InitializerEntry:
-    dwarf_unit = units.unit(address) if address is not None else None
-    unit = dwarf_unit or unit_from_symbol(symbol)
+           units: UnitFinder, files: dict[int, str]) -> InitializerEntry:
+    unit, source = _translation_unit(address, symbol, units, files)
     return InitializerEntry(
         kind=kind, index=index, address=address, symbol=symbol,
         demangled=demangle(symbol) if symbol else None,
-        translation_unit=unit,
-        translation_unit_source="dwarf" if dwarf_unit else ("symbol name" if unit else None),
+        translation_unit=unit, translation_unit_source=source,
         priority=init_priority(symbol))
+
+
+def name_part(units: UnitFinder, position: int, address: int | None, symbol: str | None,
+              constructs: Iterable[str]) -> InitializerPart:
+    """A part of a merged initializer, placed in a translation unit where the binary
+    allows: DWARF, gcc's name for a TU initializer, else the first global it builds."""
+    unit, source = _translation_unit(address, symbol, units, {})
+    # A function-local static (and any guard variable) is not what names a TU.
+    first = next((s for s in constructs if not s.startswith(("_ZZ", "_ZGV"))), None)
+    if unit is None and first is not None:
+        unit, source = f"the TU constructing {demangle(first)}", SOURCE_CONSTRUCTED
+    return InitializerPart(position, address, symbol, demangle(symbol) if symbol else None,
+                           unit, source)
 
 
 def _slots_by_kind(elf: ElfFile) -> dict[str, list[ArraySlot]]:
@@ -172,6 +263,35 @@ def _slots_by_kind(elf: ElfFile) -> dict[str, list[ArraySlot]]:
         slots[location.kind] = [s for s in resolver.resolve(location)
                                 if not _is_sentinel(location, s)]
     return slots
+
+
+def _with_nearest(elf: ElfFile, entries: list[InitializerEntry]) -> list[InitializerEntry]:
+    """Entries without a symbol, placed after the nearest exported function (stripped files)."""
+    unnamed = [e for e in entries if e.symbol is None and e.address is not None]
+    if not unnamed:
+        return entries
+    functions = _exported_functions(elf)
+    starts = [address for address, _name in functions]
+    placed = {}
+    for entry in unnamed:
+        assert entry.address is not None
+        at = bisect_right(starts, entry.address) - 1
+        if at >= 0:
+            address, name = functions[at]
+            offset = entry.address - address
+            placed[id(entry)] = f"{name}+{offset:#x}" if offset else name
+    return [dataclasses.replace(e, nearest=placed[id(e)]) if id(e) in placed else e
+            for e in entries]
+
+
+def _exported_functions(elf: ElfFile) -> list[tuple[int, str]]:
+    """(address, name) of the functions .dynsym defines, by address."""
+    table = read_dynsym(elf)
+    if table is None:
+        return []
+    infos, shndxs, values = table.infos, table.shndxs, table.values
+    return sorted((values[i], table.name(i)) for i in range(1, table.count)
+                  if infos[i] & 0xF == C.STT_FUNC and shndxs[i] != C.SHN_UNDEF and values[i])
 
 
 def _is_sentinel(location: ArrayLocation, slot: ArraySlot) -> bool:
@@ -186,21 +306,23 @@ def list_initializers(elf: ElfFile, path: str, member: str | None = None) -> Obj
     init, fini = elf.dynamic_value(C.DT_INIT), elf.dynamic_value(C.DT_FINI)
     addresses = [s.target for group in slots.values() for s in group if s.target is not None]
     addresses += [a for a in (init, fini) if a]
-    names = SymbolNamer(elf).names(addresses)
+    namer = SymbolNamer(elf)
+    names = namer.names(addresses)
     units = UnitFinder(elf)
 
     def from_slots(kind: str, reverse: bool = False) -> list[InitializerEntry]:
         group = slots.get(kind, [])
         ordered = reversed(group) if reverse else group
-        return [_entry(kind, s.index, s.target, s.symbol or _name(s.target), units)
-                for s in ordered]
+        return [_entry(kind, s.index, s.target, s.symbol or _name(s.target), units,
+                       namer.files) for s in ordered]
 
     def _name(address: int | None) -> str | None:
         key = _key(elf, address)
         return None if key is None else names.get(key)
 
     def single(kind: str, address: int | None) -> list[InitializerEntry]:
-        return [_entry(kind, 0, address, names.get(address), units)] if address else []
+        return [_entry(kind, 0, address, names.get(address), units, namer.files)] \
+            if address else []
 
     initializers = [*(from_slots(KIND_PREINIT) if elf.header.type == C.ET_EXEC
                       or _is_executable(elf) else []),
@@ -208,6 +330,7 @@ def list_initializers(elf: ElfFile, path: str, member: str | None = None) -> Obj
                     *from_slots(KIND_INIT_ARRAY)]
     finalizers = [*from_slots(KIND_FINI_ARRAY, reverse=True), *from_slots(KIND_DTORS),
                   *single(KIND_FINI, fini)]
+    initializers, finalizers = _with_nearest(elf, initializers), _with_nearest(elf, finalizers)
     return ObjectInits(path, member, elf.header.machine_name, elf.header.type_name,
                        tuple(initializers), tuple(finalizers))
 

@@ -6,23 +6,36 @@ unconstructed (the static initialization order fiasco): an error.  If that
 TU's initializer runs *earlier*, the program works only because of the link
 order: a warning.  Globals no initializer writes are constant- or
 zero-initialized and function-local statics are built on first use: neither
-is a risk.
+is a risk.  Registering a global's destructor is not constructing it: a
+constant-initialized object (C++20 ``const std::string s = "ab";``) is
+complete in the file before any initializer runs, and its TU's initializer
+only registers the destructor.  Taking a global's address is not reading
+it either.
 
 Across objects: an initializer that reads a global defined by another
 object whose initializers run later (a library reading the executable's
 global, say) sees it unconstructed; ASan's init-order checker misses this.
 
+At exit, destructors run in the reverse order of their registration: a
+destructor (or a function registered with ``atexit``) that reads a global
+whose destructor was registered *later* reads a destroyed object (the
+static destruction order fiasco): an error, inside one object and, since
+objects are finalized in the reverse order of their initialization, across
+the objects of a closure.
+
 Every exit-time destructor registration is reported too, for projects that
-follow "construct on first use, never destroy".
+follow "construct on first use, never destroy"; each says whether the
+object is read at exit (by a destructor, an ``atexit`` function, a fork
+handler or a thread), where destroying it is what can go wrong.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from elfpatch.analysis.effects import Effects
-from elfpatch.analysis.initializers import InitializerEntry
+from elfpatch.analysis.effects import AtExit, Effects
+from elfpatch.analysis.initializers import InitializerEntry, InitializerPart
 from elfpatch.demangle import demangle
 
 SEVERITY_ERROR = "error"
@@ -32,6 +45,8 @@ KIND_INIT_ORDER = "init-order"
 KIND_LINK_ORDER = "link-order-dependence"
 KIND_CROSS_OBJECT = "cross-object-init-order"
 KIND_EXIT_DESTRUCTOR = "exit-time-destructor"
+KIND_DESTRUCTION_ORDER = "destruction-order"
+KIND_CROSS_OBJECT_DESTRUCTION = "cross-object-destruction-order"
 
 
 @dataclass(frozen=True)
@@ -42,12 +57,20 @@ class Risk:
     object: str  # the global, as named in the symbol table
     constructed_by: str | None  # the initializer that constructs it, when known
     message: str
+    # The part of a merged initializer (gcc -flto) that reads, and that constructs.
+    reader_part: int | None = None
+    constructed_by_part: int | None = None
+    # exit-time-destructor: the object is read at exit (by a destructor, an
+    # atexit function, a fork handler or a thread body).
+    read_at_exit: bool | None = None
 
 
 @dataclass(frozen=True)
 class AnalysedInitializer:
     entry: InitializerEntry
     effects: Effects
+    part: InitializerPart | None = None  # one part of a merged initializer
+    inline: bool = False  # code of several TUs inlined into one: program order decides
 
     @property
     def label(self) -> str:
@@ -57,7 +80,13 @@ class AnalysedInitializer:
 
     @property
     def unit(self) -> str:
+        if self.part is not None:
+            return self.part.translation_unit or f"part {self.part.position} of {self.label}"
         return self.entry.translation_unit or self.label
+
+    @property
+    def position(self) -> int | None:
+        return self.part.position if self.part is not None else None
 
 
 def is_lazily_initialised(symbol: str) -> bool:
@@ -65,15 +94,21 @@ def is_lazily_initialised(symbol: str) -> bool:
     return symbol.startswith(("_ZZ", "_ZGVZ"))
 
 
-def constructed_by(item: AnalysedInitializer) -> set[str]:
-    """Globals an initializer builds: those it writes, and those whose destructor it registers.
+def constructed_by(item: AnalysedInitializer) -> dict[str, None]:
+    """Globals an initializer builds: those it writes, and those whose destructor it
+    registers after handing their address to code that is not followed.
 
     The second catches construction the code does not show as a store: a
-    global initialised from a function returning it by value is built by
-    the callee through the hidden return pointer (``lea rdi, [rip+g]``).
+    global initialised from a function of another library returning it by
+    value is built by that function through the hidden return pointer.  A
+    registration alone is not a construction: a constant-initialized object
+    needs none.
     """
-    registered = {r.object for r in item.effects.atexit if r.object}
-    return set(item.effects.writes) | registered
+    effects = item.effects
+    registered = {r.object for r in effects.atexit if r.object}
+    built = set(effects.writes) | (registered & set(effects.passed))
+    # In the order the code first touches them (a set's order would vary from run to run).
+    return {name: None for name, _written in effects.first_access if name in built}
 
 
 def constructors_of(initializers: Sequence[AnalysedInitializer]) -> dict[str, int]:
@@ -90,12 +125,19 @@ def order_risks(initializers: Sequence[AnalysedInitializer]) -> list[Risk]:
     built = constructors_of(initializers)
     risks = []
     for position, item in enumerate(initializers):
+        own = constructed_by(item)
         for symbol in item.effects.reads:
+            if is_lazily_initialised(symbol):
+                continue
+            if symbol in own:
+                if item.inline and item.effects.written_first(symbol) is False:
+                    risks.append(_inline_risk(item, symbol))
+                continue
             builder = built.get(symbol)
-            if builder is None or is_lazily_initialised(symbol):
+            if builder is None:
                 continue
             constructor = initializers[builder]
-            if constructor.unit == item.unit or symbol in constructed_by(item):
+            if constructor.unit == item.unit:
                 continue
             risks.append(_order_risk(item, constructor, symbol, later=builder > position))
     return risks
@@ -104,17 +146,60 @@ def order_risks(initializers: Sequence[AnalysedInitializer]) -> list[Risk]:
 def _order_risk(reader: AnalysedInitializer, constructor: AnalysedInitializer, symbol: str,
                 later: bool) -> Risk:
     name = demangle(symbol)
+    parts = (reader.position, constructor.position)
     if later:
         return Risk(SEVERITY_ERROR, KIND_INIT_ORDER, reader.label, symbol, constructor.label,
                     f"{reader.unit} reads {name} before {constructor.unit} constructs it "
                     "(static initialization order fiasco); make it constinit/constexpr or a "
-                    "function-local static")
+                    "function-local static", *parts)
     return Risk(SEVERITY_WARNING, KIND_LINK_ORDER, reader.label, symbol, constructor.label,
                 f"{reader.unit} reads {name}, constructed by {constructor.unit}: correct only "
-                "because that initializer runs first (link order or init_priority)")
+                "because that initializer runs first (link order or init_priority)", *parts)
 
 
-def destructor_risks(initializers: Sequence[AnalysedInitializer]) -> list[Risk]:
+def _inline_risk(item: AnalysedInitializer, symbol: str) -> Risk:
+    """Code of several TUs inlined into one merged initializer reads a global before
+    the same function constructs it: the order link-time optimisation chose."""
+    return Risk(SEVERITY_ERROR, KIND_INIT_ORDER, item.label, symbol, item.label,
+                f"{item.unit} reads {demangle(symbol)} before the code inlined after it "
+                "constructs it (static initialization order fiasco, in the order link-time "
+                "optimisation merged the initializers); make it constinit/constexpr or a "
+                "function-local static", reader_part=item.position,
+                constructed_by_part=item.position)
+
+
+# -- at exit --------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Registration:
+    """One exit-time registration, in the order they happen."""
+
+    item: AnalysedInitializer
+    atexit: AtExit
+
+
+def registrations(initializers: Sequence[AnalysedInitializer]) -> list[Registration]:
+    return [Registration(item, entry) for item in initializers for entry in item.effects.atexit]
+
+
+def read_at_exit(initializers: Sequence[AnalysedInitializer],
+                 exit_code: Mapping[int, Effects], hooks: Iterable[Effects] = ()) -> set[str]:
+    """Globals read by code that runs at exit or alongside it: the registered
+    destructors and atexit functions (``exit_code``, by address), fork handlers
+    and thread bodies (``hooks``)."""
+    read: set[str] = set()
+    for registration in registrations(initializers):
+        code = registration.atexit.destructor_address
+        effects = exit_code.get(code) if code is not None else None
+        if effects is not None:
+            read.update(s for s in effects.reads if s != registration.atexit.object)
+    for effects in hooks:
+        read.update(effects.reads)
+    return read
+
+
+def destructor_risks(initializers: Sequence[AnalysedInitializer],
+                     read: set[str] | None = None) -> list[Risk]:
+    """Every exit-time destructor registration (``read``: globals read at exit)."""
     risks = []
     for item in initializers:
         for registration in item.effects.atexit:
@@ -124,10 +209,51 @@ def destructor_risks(initializers: Sequence[AnalysedInitializer]) -> list[Risk]:
                 SEVERITY_WARNING, KIND_EXIT_DESTRUCTOR, item.label, target, item.label,
                 f"{item.unit} registers {destructor} for {demangle(target)} to run at exit; "
                 "anything using it after that (other destructors, detached threads) reads a "
-                "destroyed object; never destroying it avoids that"))
+                "destroyed object; never destroying it avoids that",
+                reader_part=item.position, constructed_by_part=item.position,
+                read_at_exit=None if read is None else registration.object in read))
     return risks
 
 
+def destruction_order_risks(initializers: Sequence[AnalysedInitializer],
+                            exit_code: Mapping[int, Effects]) -> list[Risk]:
+    """Destructors that read a global whose destructor, registered later, ran first."""
+    order = registrations(initializers)
+    destroyed_at = {r.atexit.object: k for k, r in enumerate(order) if r.atexit.object}
+    risks = []
+    for position, registration in enumerate(order):
+        code = registration.atexit.destructor_address
+        effects = exit_code.get(code) if code is not None else None
+        if effects is None:
+            continue
+        for symbol in effects.reads:
+            later = destroyed_at.get(symbol)
+            if later is None or later <= position or symbol == registration.atexit.object:
+                continue
+            risks.append(_destruction_risk(registration, order[later], symbol))
+    return risks
+
+
+def _destruction_risk(reader: Registration, destroyer: Registration, symbol: str) -> Risk:
+    function = _registered(reader.atexit)
+    first = _registered(destroyer.atexit)
+    return Risk(SEVERITY_ERROR, KIND_DESTRUCTION_ORDER, reader.atexit.destructor or "?",
+                symbol, destroyer.atexit.destructor,
+                f"at exit {function} reads {demangle(symbol)}, which {first} has already "
+                f"destroyed: {destroyer.item.unit} registered that destructor after "
+                f"{reader.item.unit} registered this one, and they run in reverse (static "
+                "destruction order fiasco); never destroy it (static T& t = *new T)",
+                reader_part=reader.item.position, constructed_by_part=destroyer.item.position)
+
+
+def _registered(atexit: AtExit) -> str:
+    name = demangle(atexit.destructor) if atexit.destructor else "a function"
+    if atexit.object:
+        return f"{name} (destroying {demangle(atexit.object)})"
+    return name
+
+
+# -- across objects ---------------------------------------------------------------------
 @dataclass(frozen=True)
 class ObjectInitialisation:
     """One object of a closure: its position in the run order and its analysed initializers."""
@@ -136,6 +262,12 @@ class ObjectInitialisation:
     position: int
     initializers: tuple[AnalysedInitializer, ...]
     defines: frozenset[str]  # exported (dynamic) definitions
+    exit_code: Mapping[int, Effects] | None = None  # its registered destructors' effects
+
+
+def _definer(symbol: str, ordered: Sequence[ObjectInitialisation],
+             ) -> ObjectInitialisation | None:
+    return next((o for o in ordered if symbol in o.defines), None)
 
 
 def cross_object_risks(objects: Sequence[ObjectInitialisation],
@@ -151,7 +283,7 @@ def cross_object_risks(objects: Sequence[ObjectInitialisation],
     for reader in objects:
         for item in reader.initializers:
             for symbol in item.effects.reads:
-                definer = next((o for o in ordered if symbol in o.defines), None)
+                definer = _definer(symbol, ordered)
                 if definer is None or definer is reader or definer.position < reader.position:
                     continue
                 constructor = next((c for c in definer.initializers
@@ -162,5 +294,42 @@ def cross_object_risks(objects: Sequence[ObjectInitialisation],
                     SEVERITY_ERROR, KIND_CROSS_OBJECT, item.label, symbol, constructor.label,
                     f"{reader.label}: {item.unit} reads {demangle(symbol)}, which "
                     f"{definer.label} constructs in an initializer that runs later; make it "
-                    "constinit/constexpr or reach it through a function-local static"))
+                    "constinit/constexpr or reach it through a function-local static",
+                    reader_part=item.position, constructed_by_part=constructor.position))
+    return risks
+
+
+def cross_object_destruction_risks(objects: Sequence[ObjectInitialisation],
+                                   lookup_order: Sequence[str]) -> dict[str, list[Risk]]:
+    """Destructors that read another object's global destroyed before them.
+
+    An object initialized later registers its destructors later, so they run
+    earlier: a destructor of an object initialized first (a library) that
+    reads a global of one initialized after it (the program) reads it
+    destroyed.
+    """
+    by_label = {o.label: o for o in objects}
+    ordered = [by_label[label] for label in lookup_order if label in by_label]
+    risks: dict[str, list[Risk]] = {}
+    for reader in objects:
+        for registration in registrations(reader.initializers):
+            code = registration.atexit.destructor_address
+            effects = (reader.exit_code or {}).get(code) if code is not None else None
+            for symbol in effects.reads if effects is not None else ():
+                definer = _definer(symbol, ordered)
+                if definer is None or definer is reader or definer.position < reader.position:
+                    continue
+                destroyer = next((r for r in registrations(definer.initializers)
+                                  if r.atexit.object == symbol), None)
+                if destroyer is None:
+                    continue
+                risks.setdefault(reader.label, []).append(Risk(
+                    SEVERITY_ERROR, KIND_CROSS_OBJECT_DESTRUCTION,
+                    registration.atexit.destructor or "?", symbol, destroyer.atexit.destructor,
+                    f"{reader.label}: at exit {_registered(registration.atexit)} reads "
+                    f"{demangle(symbol)}, which {definer.label} destroys first (its "
+                    "initializers run later, so its destructors run earlier); never destroy "
+                    "it (static T& t = *new T)",
+                    reader_part=registration.item.position,
+                    constructed_by_part=destroyer.item.position))
     return risks

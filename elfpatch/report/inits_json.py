@@ -5,13 +5,17 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from elfpatch.analysis.init_order import InitsResult, ObjectReport
+from elfpatch.analysis.init_order import Coverage, InitsResult, ObjectReport
 from elfpatch.analysis.initializers import InitializerEntry
+from elfpatch.analysis.risks import Risk
 from elfpatch.report.scan_json import SCHEMA_VERSION, error_record
+
+# Risk fields that only some risks have: left out when they do not apply.
+_OPTIONAL_RISK_FIELDS = ("reader_part", "constructed_by_part", "read_at_exit")
 
 
 def _entry(entry: InitializerEntry) -> dict[str, Any]:
-    return {
+    record = {
         "kind": entry.kind,
         "index": entry.index,
         "address": entry.address,
@@ -21,20 +25,45 @@ def _entry(entry: InitializerEntry) -> dict[str, Any]:
         "translation_unit_source": entry.translation_unit_source,
         "priority": entry.priority,
         "registers_destructor": entry.registers_destructor,
+        "nearest": entry.nearest,
+    }
+    if entry.parts:  # a merged initializer (gcc -flto), split in call order
+        record["parts"] = [asdict(part) for part in entry.parts]
+    return record
+
+
+def _risk(risk: Risk) -> dict[str, Any]:
+    record = asdict(risk)
+    for name in _OPTIONAL_RISK_FIELDS:
+        if record[name] is None:
+            del record[name]
+    return record
+
+
+def _coverage(coverage: Coverage) -> dict[str, Any]:
+    return {
+        "initializers": {"followed": coverage.initializers,
+                         "complete": coverage.initializers_complete},
+        "destructors": {"followed": coverage.destructors,
+                        "complete": coverage.destructors_complete},
+        "stopped": dict(coverage.stopped),
     }
 
 
 def _object(report: ObjectReport) -> dict[str, Any]:
-    return {
+    record: dict[str, Any] = {
         "path": report.path,
         "member": report.member,
         "machine": report.machine,
         "soname": report.soname,
         "initializers": [_entry(e) for e in report.initializers],
         "finalizers": [_entry(e) for e in report.finalizers],
-        "risks": [asdict(r) for r in report.risks],
+        "risks": [_risk(r) for r in report.risks],
         "effects_complete": report.effects_complete,
     }
+    if report.coverage is not None:
+        record["coverage"] = _coverage(report.coverage)
+    return record
 
 
 def inits_document(result: InitsResult) -> dict[str, Any]:

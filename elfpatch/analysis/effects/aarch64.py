@@ -1,0 +1,235 @@
+"""aarch64: the instructions that move addresses, read and write memory, call and jump.
+
+capstone's text is read: ``adrp x0, 0x4000`` + ``add x0, x0, #0x10`` (an
+address), ``adrp`` + ``ldr x0, [x0, #0xfd8]`` (a GOT slot), ``bl 0x6c0`` (a
+call), loads and stores with pre- and post-index writeback.  Arguments are
+passed in x0-x7 (AAPCS64); spills go to ``[sp, #n]`` or ``[x29, #n]``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from elfpatch.analysis.effects.walk import FunctionWalk, Value, immediate
+from elfpatch.elf.addresses import EM_AARCH64
+
+MACHINE = EM_AARCH64
+
+_A64_MEMORY = re.compile(r"\[(\w+)(?:, ([^\]]+))?\](!?)(, #?(-?\w+))?")
+_A64_CONDITIONAL = frozenset({"cbz", "cbnz", "tbz", "tbnz"} | {
+    f"b.{cc}" for cc in ("eq", "ne", "hs", "cs", "lo", "cc", "mi", "pl", "vs", "vc", "hi", "ls",
+                         "ge", "lt", "gt", "le", "al", "nv")})
+_A64_STOPS = frozenset({"ret", "retaa", "retab", "brk", "udf", "hlt"})
+_A64_NO_DESTINATION = frozenset({"cmp", "cmn", "tst", "ccmp", "ccmn", "fcmp", "fcmpe",
+                                 "fccmp", "msr", "nop", "hint", "bti", "dmb", "dsb", "isb",
+                                 "paciasp", "autiasp", "pacibsp", "autibsp", "prfm", "sys",
+                                 "dc", "ic", "tlbi", "yield", "sev", "wfe", "wfi"})
+_A64_READ_WRITE = ("ldadd", "ldclr", "ldeor", "ldset", "ldsmax", "ldsmin", "ldumax",
+                   "ldumin", "swp", "cas")
+_A64_TRANSFER = ("ld", "st", "sw", "ca")
+
+
+def _a64_register(name: str) -> str | None:
+    """x0/w0 -> x0; fp/lr -> x29/x30; sp, zr and vector registers are not tracked."""
+    if name in ("fp", "lr"):
+        return "x29" if name == "fp" else "x30"
+    if len(name) >= 2 and name[0] in "xw" and name[1:].isdigit():
+        return "x" + name[1:]
+    return None
+
+
+_A64_CALLS = frozenset({"bl", "blr"})
+_A64_JUMPS = frozenset({"b", "br"})
+_A64_WRITES_NOTHING = _A64_NO_DESTINATION | _A64_STOPS | _A64_CONDITIONAL
+_A64_SYSTEM_CALLS = frozenset({"svc", "hvc", "smc"})
+_A64_FRAME_REGISTERS = frozenset({"sp", "x29", "fp"})
+_A64_PLAIN_TRANSFERS = frozenset({"str", "stur", "stp", "ldr", "ldur", "ldp"})
+
+
+class Arm64Walk(FunctionWalk):
+    ARGUMENTS = ("x0", "x1", "x2", "x3", "x4", "x5", "x6", "x7")
+    RESULT_POINTER = "x8"  # a by-value result is built where x8 points
+    CALLER_SAVED = frozenset([f"x{n}" for n in range(19)] + ["x30"])
+    CALL_WRITES = frozenset({"x30"})  # bl/blr put the return address in the link register
+
+    @staticmethod
+    def control_transfer(mnemonic: str, operands: str) -> tuple[bool, int | None] | None:
+        if mnemonic in _A64_CALLS or mnemonic in _A64_JUMPS:
+            return mnemonic in _A64_CALLS, immediate(operands.lstrip("#"))
+        return None
+
+    @staticmethod
+    def registers_set(mnemonic: str, operands: str) -> tuple[str, ...] | None:
+        if mnemonic in _A64_WRITES_NOTHING:
+            return ()
+        if not operands or mnemonic in _A64_SYSTEM_CALLS:
+            return None
+        match = _A64_MEMORY.search(operands) if mnemonic.startswith(_A64_TRANSFER) else None
+        if match is None:
+            first = _a64_register(operands.partition(",")[0])
+            return (first,) if first is not None else ()
+        listed = [_a64_register(r) for r in operands[: match.start()].rstrip(", ").split(", ")]
+        if mnemonic.startswith("ld") or mnemonic.startswith(_A64_READ_WRITE):
+            written = listed
+        else:  # a store writes only its exclusive status register
+            written = listed[:1] if mnemonic.startswith(("stx", "stlx")) else []
+        if match.group(3) or match.group(4):  # pre/post-index writeback
+            written.append(_a64_register(match.group(1)))
+        return tuple(r for r in written if r is not None)
+
+    def other(self, address: int, size: int, mnemonic: str, operands: str) -> bool:
+        if mnemonic in _A64_STOPS:
+            return False
+        if mnemonic in _A64_CONDITIONAL:
+            target = immediate(operands.rpartition("#")[2])
+            if target is not None:
+                self.branch(target)
+        elif "[" in operands and mnemonic.startswith(_A64_TRANSFER):
+            self.transfer(mnemonic, operands)
+        elif mnemonic not in _A64_NO_DESTINATION:
+            destination = operands.partition(",")[0]
+            self.moves_frame(destination)
+            if self.state:
+                self.set(_a64_register(destination), None)
+        return True
+
+    # -- control flow -----------------------------------------------------------
+    def on_bl(self, following: int, operands: str) -> bool:
+        target = immediate(operands.lstrip("#"))
+        self.call(Value(address=target) if target is not None else None)
+        return True
+
+    def on_blr(self, following: int, operands: str) -> bool:
+        self.call(self.state.get(_a64_register(operands) or ""))
+        return True
+
+    def on_b(self, following: int, operands: str) -> bool:
+        target = immediate(operands.lstrip("#"))
+        return self.jump(target) if target is not None else self.tail_call(None)
+
+    def on_br(self, following: int, operands: str) -> bool:
+        return self.tail_call(self.state.get(_a64_register(operands) or ""))
+
+    # -- addresses ----------------------------------------------------------------
+    def on_adrp(self, following: int, operands: str) -> bool:
+        return self.address_of(operands, page=True)
+
+    def on_adr(self, following: int, operands: str) -> bool:
+        return self.address_of(operands, page=False)
+
+    def address_of(self, operands: str, page: bool) -> bool:
+        destination, _, source = operands.partition(", ")
+        number = immediate(source.lstrip("#"))
+        self.set(_a64_register(destination),
+                 Value(address=number, page=page) if number is not None else None)
+        return True
+
+    def on_add(self, following: int, operands: str) -> bool:
+        parts = operands.split(", ")
+        self.moves_frame(parts[0])
+        if not self.state:
+            return True
+        base = self.state.get(_a64_register(parts[1]) or "") if len(parts) > 2 else None
+        amount = immediate(parts[2].lstrip("#")) if base is not None else None
+        if len(parts) == 4 and parts[3] == "lsl #12" and amount is not None:
+            amount <<= 12
+        elif len(parts) != 3:
+            amount = None
+        value = None
+        if base is not None and base.address is not None and base.exact and amount is not None:
+            value = Value(address=base.address + amount)
+        elif base is not None and (amount is not None or parts[2][:1] in "xw"):
+            # A register index, or a constant on a GOT address or a parameter:
+            # still a pointer into the same object.
+            value = self.derived(base)
+        self.set(_a64_register(parts[0]), value)
+        return True
+
+    def on_mov(self, following: int, operands: str) -> bool:
+        destination, _, source = operands.partition(", ")
+        self.moves_frame(destination)
+        if self.state:
+            value = self.state.get(_a64_register(source) or "") if source[:1] == "x" else None
+            self.set(_a64_register(destination), value)
+        return True
+
+    def moves_frame(self, destination: str) -> None:
+        """sp or the frame pointer changes: the slots addressed through it are others now."""
+        if destination == "sp":
+            self.forget_slots("sp")
+        elif destination in ("x29", "fp"):
+            self.forget_slots("x29")
+
+    # -- loads and stores -------------------------------------------------------
+    def transfer(self, mnemonic: str, operands: str) -> None:
+        """A load or store: its memory access, and the registers it writes."""
+        match = _A64_MEMORY.search(operands)
+        if match is None:
+            return
+        base_register = _a64_register(match.group(1))
+        base = self.state.get(base_register or "")
+        registers = [_a64_register(r) for r in operands[: match.start()].rstrip(", ").split(", ")]
+        if base is None and match.group(1) in _A64_FRAME_REGISTERS:
+            self.stack_transfer(mnemonic, operands, match, registers)
+            return
+        read_write = mnemonic.startswith(_A64_READ_WRITE)
+        loads = mnemonic.startswith("ld") or read_write
+        if base is not None:
+            offset = immediate((match.group(2) or "0").lstrip("#"))
+            self.located(mnemonic, operands, base, offset, registers, loads, read_write)
+        elif loads:
+            self.kill(registers)
+        if mnemonic.startswith(("stx", "stlx")):
+            self.kill(registers[:1])  # the status register
+        if match.group(3) or match.group(4):  # pre/post-index writeback
+            self.set(base_register, None)
+
+    def located(self, mnemonic: str, operands: str, base: Value, offset: int | None,
+                registers: list[str | None], loads: bool, read_write: bool) -> None:
+        """A transfer whose base register holds a known address."""
+        if offset is None and base.page:
+            self.kill(registers if loads else [])
+            return
+        if loads and not read_write and len(registers) == 1 and operands.startswith("x") \
+                and base.address is not None and offset is not None \
+                and self.load_from(registers[0], base.address + offset):
+            return
+        self.access(base, offset or 0, read=loads, write=mnemonic.startswith("st") or read_write)
+        if loads:
+            self.kill(registers)
+
+    def stack_transfer(self, mnemonic: str, operands: str, match: re.Match[str],
+                       registers: list[str | None]) -> None:
+        """A spill to, or a reload from, ``[sp, #n]`` / ``[x29, #n]``."""
+        base = "sp" if match.group(1) == "sp" else "x29"
+        stores = mnemonic.startswith("st")
+        offset = immediate((match.group(2) or "0").lstrip("#"))
+        if match.group(3) or match.group(4) or offset is None:  # writeback, or an index
+            self.forget_slots(base)
+            if not stores:
+                self.kill(registers)
+            return
+        # Only whole 64-bit registers (x0, not w0) keep an address.
+        whole = mnemonic in _A64_PLAIN_TRANSFERS and operands.startswith("x")
+        for position, register in enumerate(registers):
+            key = f"[{base}{offset + 8 * position:+d}]"
+            if stores:
+                self.store_slot(key, self.state.get(register or "") if whole else None)
+            else:
+                self.set(register, self.state.get(key) if whole else None)
+        if mnemonic.startswith(("stx", "stlx")):
+            self.kill(registers[:1])  # the status register
+
+    def kill(self, registers: list[str | None]) -> None:
+        for register in registers:
+            self.set(register, None)
+
+
+Arm64Walk.HANDLERS = {
+    "bl": Arm64Walk.on_bl, "blr": Arm64Walk.on_blr, "b": Arm64Walk.on_b,
+    "br": Arm64Walk.on_br, "adrp": Arm64Walk.on_adrp, "adr": Arm64Walk.on_adr,
+    "add": Arm64Walk.on_add, "mov": Arm64Walk.on_mov,
+}
+
+
+WALK = Arm64Walk

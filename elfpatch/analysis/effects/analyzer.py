@@ -1,0 +1,382 @@
+"""Following an initializer (or a destructor) and the functions it calls, for one object.
+
+``EffectsAnalyzer`` sweeps each function once (cached), follows direct
+calls into this object a few levels deep within a budget, and composes
+what it found (``summary.Collector``).  What a function does with a
+pointer it is passed is worked out on demand by a second sweep in which
+its argument registers hold its parameters.  A merged initializer (gcc's
+link-time optimisation) is split into the per-TU initializers it calls.
+
+The instruction sets are one module each; adding one is adding a module
+with ``MACHINE`` and ``WALK`` and naming it in ``ARCHITECTURES``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+from elfpatch.analysis.effects.summary import (
+    CALL,
+    HOOK,
+    PASS,
+    PASS_FOREIGN,
+    READ,
+    STOP_DEPTH,
+    STOP_FUNCTION_BUDGET,
+    STOP_SIZE_CAP,
+    STOP_UNKNOWN_INSTRUCTION,
+    STOP_UNREADABLE,
+    UNKNOWN_EFFECTS,
+    UNKNOWN_PASS,
+    USE_READ,
+    USE_UNKNOWN,
+    USE_WRITE,
+    WRITE,
+    Collector,
+    Effects,
+    Event,
+    FunctionSummary,
+    Part,
+    incomplete,
+    unseen_use,
+)
+from elfpatch.analysis.effects.walk import FunctionWalk, Target, decode_in_chunks, got_target
+from elfpatch.elf.addresses import EM_X86_64, AddressIndex
+from elfpatch.elf.constants import ET_EXEC, PT_LOAD
+from elfpatch.elf.file import ElfFile
+from elfpatch.errors import ElfpatchError, UnsupportedElfError
+
+if TYPE_CHECKING:
+    from capstone import Cs
+
+ARCHITECTURES = ("x86_64", "aarch64")  # modules of this package
+
+# Bytes disassembled at most per function: a known size is cut there, an
+# unknown one (no symbol) is swept until it returns or jumps away.
+MAX_FUNCTION_BYTES = 1 << 20
+MAX_UNSIZED_BYTES = 1 << 16
+# Which registers a callee may change is worked out for functions up to this
+# size, following their own calls this deep; beyond, every caller-saved one.
+MAX_WRITES_BYTES = 1 << 14
+MAX_WRITES_DEPTH = 3
+# What a function does with a pointer parameter is followed this deep, through at
+# most this many functions not seen before per question (beyond: unknown).
+MAX_PARAMETER_DEPTH = 4
+MAX_PARAMETER_SWEEPS = 24
+
+# The per-TU initializers gcc calls from a merged one: _GLOBAL__sub_I_x (-O0)
+# or __static_initialization_and_destruction_0 and its clones (-O1 and up).
+_UNIT_INITIALIZER = re.compile(r"^_GLOBAL__sub_I_|__static_initialization_and_destruction_0")
+# Events that make a stretch of the merged function's own code an initializer.
+_SUBSTANTIAL = frozenset({READ, WRITE, PASS, PASS_FOREIGN, UNKNOWN_PASS, CALL, HOOK})
+
+
+def _walks() -> dict[int, type[FunctionWalk]]:
+    walks = {}
+    for name in ARCHITECTURES:
+        module = importlib.import_module(f"elfpatch.analysis.effects.{name}")
+        walks[module.MACHINE] = module.WALK
+    return walks
+
+
+def initializer_effects(elf: ElfFile, address: int, *, max_depth: int = 4,
+                        max_functions: int = 64) -> Effects:
+    """The effects of the initializer at ``address`` (see ``EffectsAnalyzer`` for many)."""
+    return EffectsAnalyzer(elf).effects(address, max_depth=max_depth,
+                                        max_functions=max_functions)
+
+
+class EffectsAnalyzer:
+    """Effects of any number of initializers of one object; indexes are built once."""
+
+    def __init__(self, elf: ElfFile) -> None:
+        self.elf = elf
+        self.index = AddressIndex(elf)
+        machine = elf.header.machine
+        supported = elf.header.elf_class == 64 and elf.header.little_endian
+        self._walk = _walks().get(machine) if supported else None
+        self._summaries: dict[int, FunctionSummary] = {}
+        self._uses: dict[tuple[int, int], int | None] = {}
+        self._parameter_sweeps: dict[int, list[Event] | None] = {}
+        self._sweep_budget = MAX_PARAMETER_SWEEPS
+        self._targets: dict[int, Target] = {}
+        self._written: dict[int, frozenset[str] | None] = {}
+        self._decode_error: type[Exception] = ElfpatchError  # capstone's, once imported
+        # ET_EXEC: code may hold data addresses as immediates (mov esi, OFFSET obj).
+        self.fixed_addresses = elf.header.type == ET_EXEC
+        loads = [s for s in elf.segments if s.type == PT_LOAD]
+        self._image = (min((s.vaddr for s in loads), default=0),
+                       max((s.vaddr + s.memsz for s in loads), default=0))
+
+    def in_image(self, address: int) -> bool:
+        """Whether ``address`` falls inside the object's loaded image."""
+        return self._image[0] <= address < self._image[1]
+
+    @property
+    def supported(self) -> bool:
+        return self._walk is not None
+
+    @cached_property
+    def disassembler(self) -> Cs:
+        return self._capstone(detail=False)
+
+    @cached_property
+    def detailed(self) -> Cs:
+        return self._capstone(detail=True)
+
+    def _capstone(self, detail: bool) -> Cs:
+        try:
+            import capstone
+        except ImportError:
+            raise UnsupportedElfError(self.elf.name, "capstone is not installed",
+                                      hint="pip install capstone") from None
+        if self.elf.header.machine == EM_X86_64:
+            engine = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
+        else:
+            engine = capstone.Cs(capstone.CS_ARCH_ARM64, capstone.CS_MODE_ARM)
+        engine.detail = detail
+        self._decode_error = capstone.CsError
+        return engine
+
+    # -- composing -----------------------------------------------------------------
+    def effects(self, address: int, *, max_depth: int = 4, max_functions: int = 64,
+                settle: bool = True) -> Effects:
+        """What the function at ``address`` and the functions it calls do.
+
+        ``settle=False`` leaves the pointers it passes to this object's
+        functions pending (``Effects.pending``), to be worked out only where
+        they matter (``summary.settle``).
+        """
+        if self._walk is None:
+            return UNKNOWN_EFFECTS
+        self.index.prepare()  # a corrupt table is reported, not mistaken for odd code
+        reached, stopped = self._reach([address], max_depth, max_functions)
+        collector = Collector(reached, self.parameter_use if settle else None)
+        collector.function(address)
+        return collector.effects(not stopped, stopped)
+
+    def parts(self, address: int, *, max_depth: int = 4, max_functions: int = 64) -> list[Part]:
+        """A merged initializer split into the initializers it runs, in call order.
+
+        Each call to a per-TU initializer is a part; the merged function's own
+        code between those calls (TUs whose initializers were inlined) is a
+        part too, in which program order is all there is to go by.
+        """
+        if self._walk is None:
+            return [Part(address, None, UNKNOWN_EFFECTS, True)]
+        self.index.prepare()
+        merged = self.summary(address)
+        parts: list[Part] = []
+        stretch: list[Event] = []
+        for event in merged.events:
+            name = self._unit_initializer(event)
+            if name is None:
+                stretch.append(event)
+                continue
+            self._add_stretch(parts, stretch, merged, max_depth, max_functions)
+            stretch = []
+            parts.append(Part(event[1], name, self.effects(
+                event[1], max_depth=max_depth, max_functions=max_functions), False))
+        self._add_stretch(parts, stretch, merged, max_depth, max_functions)
+        return parts
+
+    def _unit_initializer(self, event: Event) -> str | None:
+        if event[0] != CALL:
+            return None
+        found = self.index.function_at(event[1])
+        name = found[0] if found else None
+        return name if name and _UNIT_INITIALIZER.search(name) else None
+
+    def _add_stretch(self, parts: list[Part], events: list[Event], merged: FunctionSummary,
+                     max_depth: int, max_functions: int) -> None:
+        """The merged function's own code between two calls, as a part (when it does any)."""
+        if not any(event[0] in _SUBSTANTIAL for event in events):
+            return
+        roots = [event[1] for event in events if event[0] == CALL]
+        reached, stopped = self._reach(roots, max_depth - 1, max_functions - 1)
+        stopped.update(merged.stopped)
+        collector = Collector(reached, self.parameter_use)
+        collector.events(events)
+        parts.append(Part(None, None, collector.effects(not stopped, stopped), True))
+
+    def _reach(self, roots: list[int], max_depth: int,
+               max_functions: int) -> tuple[dict[int, FunctionSummary], dict[str, None]]:
+        """The functions followed from ``roots`` (breadth first, within the budget), and
+        why the code could not be followed to its end."""
+        reached: dict[int, FunctionSummary] = {}
+        stopped: dict[str, None] = {}
+        seen, frontier, analysed = set(roots), list(dict.fromkeys(roots)), 0
+        for _depth in range(max_depth + 1):
+            following: list[int] = []
+            for function in frontier:
+                if analysed == max_functions:
+                    stopped[STOP_FUNCTION_BUDGET] = None
+                    return reached, stopped
+                summary = reached[function] = self.summary(function)
+                analysed += 1
+                stopped.update(summary.stopped)
+                following += [c for c in summary.callees if c not in seen]
+                seen.update(summary.callees)
+            frontier = following
+            if not frontier:
+                break
+        else:
+            stopped[STOP_DEPTH] = None  # callees deeper than max_depth were left out
+        return reached, stopped
+
+    @property
+    def functions_followed(self) -> tuple[int, ...]:
+        """Entry addresses of the functions whose machine code has been read so far."""
+        return tuple(self._summaries)
+
+    # -- pointer parameters -----------------------------------------------------------
+    def parameter_use(self, function: int, position: int) -> int:
+        """What the function at ``function`` does with the pointer passed as argument
+        ``position``: ``USE_*`` bits, what code not seen may do when not known."""
+        self._sweep_budget = MAX_PARAMETER_SWEEPS
+        found = self._use(function, position, 0)
+        return found if found is not None else unseen_use(position)
+
+    def _use(self, function: int, position: int, depth: int) -> int | None:
+        """Followed along the one parameter's path only, and no further than needed:
+        once it is known to be read and built, nothing more can change."""
+        key = (function, position)
+        if key in self._uses:
+            return self._uses[key]  # None while in progress: a recursive call
+        events = self._parameter_events(function) if depth <= MAX_PARAMETER_DEPTH else None
+        if events is None:
+            return None
+        self._uses[key] = None
+        use = 0
+        passes = []
+        for kind, subject, callee, at in events:
+            if subject != position:
+                continue
+            if kind == READ:
+                use |= USE_READ
+            elif kind == WRITE:
+                use |= USE_WRITE
+            elif kind == UNKNOWN_PASS:
+                use |= unseen_use(at)
+            elif kind in (PASS, PASS_FOREIGN):
+                passes.append((callee, at))
+        for callee, at in passes:
+            if use & USE_READ and use & (USE_WRITE | USE_UNKNOWN):
+                break  # read, and built: the verdict cannot change
+            inner = self._use(callee, at, depth + 1)
+            use |= inner if inner is not None else unseen_use(at)
+        self._uses[key] = use
+        return use
+
+    def _parameter_events(self, function: int) -> list[Event] | None:
+        """The events of a sweep that starts with the argument registers holding the
+        parameters, about those parameters; None when the code is not seen whole."""
+        if function not in self._parameter_sweeps:
+            if self._sweep_budget <= 0:
+                return None
+            self._sweep_budget -= 1
+            summary = self._analyse(function, parameters=True)
+            self._parameter_sweeps[function] = [
+                event for event in summary.events
+                if type(event[1]) is int and event[0] not in (CALL, HOOK)] \
+                if summary.complete else None
+        return self._parameter_sweeps[function]
+
+    # -- calls --------------------------------------------------------------------------
+    def code_target(self, address: int) -> Target:
+        """The function a direct call to ``address`` reaches (cached)."""
+        known = self._targets.get(address)
+        if known is None:
+            found = self.index.function_at(address)
+            stub = self.index.plt_entry(address) if found is None else None
+            if found is not None:
+                known = Target(found[0], address, False)
+            elif stub is not None:
+                known = got_target(self.index, stub)
+            else:
+                known = Target(None, address, False)
+            self._targets[address] = known
+        return known
+
+    def registers_written(self, callee: Target) -> frozenset[str] | None:
+        """The caller-saved registers a call to ``callee`` may change; None when unknown.
+
+        Known only for this object's own code, read whole: a call through the
+        PLT or GOT may reach another object (and the lazy-binding resolver).
+        """
+        return self._written_by(callee, 0)
+
+    def _written_by(self, callee: Target, depth: int) -> frozenset[str] | None:
+        address = callee.follow
+        if callee.external or address is None:
+            return None
+        if address in self._written:
+            return self._written[address]
+        if depth > MAX_WRITES_DEPTH:
+            return None
+        self._written[address] = None  # a recursive call meets "unknown"
+        written = self._written[address] = self._sweep_writes(address, depth)
+        return written
+
+    def _sweep_writes(self, address: int, depth: int) -> frozenset[str] | None:
+        """Every register one function (and what it calls) may write, or None."""
+        assert self._walk is not None
+        walk, engine = self._walk, self.disassembler
+        found = self.index.function_at(address)
+        size = found[1] if found else 0
+        code = self.index.code_at(address, size) if 0 < size <= MAX_WRITES_BYTES else None
+        if code is None or len(code) < size:
+            return None
+        written: set[str] = set()
+        reached = address
+        try:
+            # Most sweeps stop early, at a call through the PLT: decode a little at a time.
+            for at, length, mnemonic, operands in decode_in_chunks(engine, bytes(code), address):
+                reached = at + length
+                transfer = walk.control_transfer(mnemonic, operands)
+                if transfer is None:
+                    registers = walk.registers_set(mnemonic, operands)
+                    if registers is None:
+                        return None
+                    written.update(registers)
+                    continue
+                is_call, target = transfer
+                if not is_call and target is not None and address <= target < address + size:
+                    continue  # a branch inside the function
+                inner = self._written_by(self.code_target(target), depth + 1) \
+                    if target is not None else None
+                if inner is None:
+                    return None
+                written |= inner | (walk.CALL_WRITES if is_call else frozenset())
+        except (ElfpatchError, self._decode_error):
+            return None
+        if reached < address + size:  # bytes that do not decode
+            return None
+        return frozenset(written) & walk.CALLER_SAVED
+
+    # -- one function ---------------------------------------------------------------------
+    def summary(self, address: int) -> FunctionSummary:
+        """The effects of the one function at ``address`` (cached)."""
+        known = self._summaries.get(address)
+        if known is None:
+            known = self._summaries[address] = self._analyse(address)
+        return known
+
+    def _analyse(self, address: int, parameters: bool = False) -> FunctionSummary:
+        assert self._walk is not None
+        found = self.index.function_at(address)
+        size = found[1] if found else 0
+        limit = min(size, MAX_FUNCTION_BYTES) if size else MAX_UNSIZED_BYTES
+        code = self.index.code_at(address, limit)
+        if code is None or (size and len(code) < min(size, MAX_FUNCTION_BYTES)):
+            return incomplete(STOP_UNREADABLE)
+        try:
+            summary = self._walk(self, address, code, bool(size), parameters).run()
+        except (ElfpatchError, self._decode_error):  # code that does not decode
+            return incomplete(STOP_UNKNOWN_INSTRUCTION)
+        if size > MAX_FUNCTION_BYTES:
+            summary.stop(STOP_SIZE_CAP)
+        return summary

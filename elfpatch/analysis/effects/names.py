@@ -1,0 +1,78 @@
+"""Which called functions mean something to the analysis, known by their names.
+
+A call is read for what it does to its pointer arguments: a constructor
+builds the object its first argument points to, ``__cxa_atexit`` registers
+a destructor for an object, ``pthread_atfork`` and ``pthread_create`` hand
+over functions that run later.  Constructors are recognised from their
+Itanium-mangled names (demangled where the C++ runtime can).
+"""
+
+from __future__ import annotations
+
+import re
+
+from elfpatch.demangle import demangle
+
+# Functions whose first argument is a destructor and (but for atexit) second its object.
+ATEXIT_FUNCTIONS = frozenset({"__cxa_atexit", "atexit", "__cxa_thread_atexit_impl",
+                              "__cxa_thread_atexit"})
+IOS_INIT_CONSTRUCTORS = frozenset({"_ZNSt8ios_base4InitC1Ev", "_ZNSt8ios_base4InitC2Ev"})
+# Functions that hand code over to run later, outside the initializers: the
+# argument positions that are functions (fork handlers, a thread's start).
+HOOK_FUNCTIONS: dict[str, tuple[int, ...]] = {"pthread_atfork": (0, 1, 2),
+                                              "pthread_create": (2,)}
+
+_CONSTRUCTOR_MARK = re.compile(r"C[123I]")
+_MANGLED_CONSTRUCTOR = re.compile(r"C[123](?:B\d+\w+?)?E")
+_TEMPLATE_OR_TAG = re.compile(r"<.*>|\[abi:[^\]]*\]")
+# gcc's name for the body of std::thread's state object: the thread's function.
+_THREAD_BODY = re.compile(r"^_ZNSt6thread11_State_impl.*E6_M_runEv$")
+
+
+def is_constructor(symbol: str) -> bool:
+    """An Itanium C++ constructor (complete, base or allocating; inheriting too)."""
+    if not symbol.startswith("_ZN") or not _CONSTRUCTOR_MARK.search(symbol):
+        return False
+    return _constructor_name(symbol)
+
+
+def is_thread_body(symbol: str) -> bool:
+    """``std::thread::_State_impl<…>::_M_run()``: what a std::thread runs."""
+    return symbol.startswith("_ZNSt6thread11_State_impl") and bool(_THREAD_BODY.match(symbol))
+
+
+_constructor_cache: dict[str, bool] = {}
+
+
+def _constructor_name(symbol: str) -> bool:
+    known = _constructor_cache.get(symbol)
+    if known is None:
+        text = demangle(symbol)
+        if text == symbol:  # no demangler: the mangled marker is the best we have
+            known = bool(_MANGLED_CONSTRUCTOR.search(symbol))
+        else:
+            path = _qualified_path(text)
+            known = len(path) >= 2 and _bare(path[-1]) == _bare(path[-2]) != ""
+        _constructor_cache[symbol] = known
+    return known
+
+
+def _qualified_path(demangled: str) -> list[str]:
+    """``a::B<x>::B`` of ``a::B<x>::B(int) const``: the name before the parameters, split."""
+    text = demangled.replace("(anonymous namespace)", "{anonymous}")
+    depth, parts, start = 0, [], 0
+    for position, char in enumerate(text):
+        if char == "<":
+            depth += 1
+        elif char == ">":
+            depth -= 1
+        elif depth == 0 and char == ":" and text.startswith("::", position):
+            parts.append(text[start:position])
+            start = position + 2
+        elif depth == 0 and char == "(":
+            return [*parts, text[start:position]] if start <= position else parts
+    return []
+
+
+def _bare(component: str) -> str:
+    return _TEMPLATE_OR_TAG.sub("", component).strip()

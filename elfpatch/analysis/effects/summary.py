@@ -1,0 +1,254 @@
+"""What the risks consume: the effects of an initializer (or destructor) and its callees.
+
+Each function is swept once into a ``FunctionSummary``: the events of its
+own code in address order (reads and writes of globals, addresses taken,
+pointers passed to calls, calls into this object, exit-time registrations)
+and why the sweep stopped early, if it did.  ``Collector`` composes the
+summaries of an entry point and the functions it reaches into one
+``Effects``, keeping program order: which global each piece of code
+touches first, and in which order destructors are registered (they run in
+the reverse order).
+
+A pointer passed to a function of this object is neither a read nor a
+write by itself: what that function does with its parameter decides
+(``ParameterUse``).  A pointer passed to code that is not followed (another
+library) may be read: it is counted as a read; passed as the object that
+code acts on (first argument, or result pointer), it is also ``passed``,
+since that code may just as well construct the object.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+# Event kinds: (kind, subject, callee, position).  The subject is a global's
+# symbol, or a parameter's position (an int) in a parameter sweep.
+# PASS_FOREIGN: a pointer to another object's global, passed to a function of
+# this one, whose writes through it are then not this object's constructions.
+READ, WRITE, ADDRESS, PASS, PASS_FOREIGN, UNKNOWN_PASS, CALL, ATEXIT, HOOK = range(9)
+Event = tuple  # (int, str | int | AtExit, int | None, int)
+
+# What a function does with one of its pointer parameters (bits): reads
+# through it, writes through it, or hands it as the object to act on (its
+# first argument, or the pointer to a by-value result) to code that is not
+# followed, which may build it.
+USE_READ, USE_WRITE, USE_UNKNOWN = 1, 2, 4
+# The position of the pointer to a by-value result where it has a register of
+# its own (aarch64's x8; x86-64 passes it as the first argument).
+RESULT_POSITION = -1
+
+
+def unseen_use(position: int) -> int:
+    """What code that is not followed may do with a pointer passed at ``position``:
+    read it, and, as the object it acts on, build it."""
+    if position == RESULT_POSITION:
+        return USE_UNKNOWN
+    return USE_READ | USE_UNKNOWN if position == 0 else USE_READ
+
+# Why code was not followed to its end.
+STOP_INDIRECT_JUMP = "indirect jump"
+STOP_INDIRECT_CALL = "indirect call"
+STOP_SIZE_CAP = "size cap"
+STOP_UNKNOWN_INSTRUCTION = "unknown instruction"
+STOP_UNREADABLE = "code not in the file"
+STOP_DEPTH = "call depth"
+STOP_FUNCTION_BUDGET = "function budget"
+
+
+@dataclass(frozen=True)
+class AtExit:
+    """One exit-time registration (__cxa_atexit, atexit, __cxa_thread_atexit_impl)."""
+
+    object: str | None  # symbol of the object whose destructor is registered
+    destructor: str | None  # symbol of the function registered
+    # Where the destructor's code is in this object (None: another object's, or unknown).
+    destructor_address: int | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class Effects:
+    writes: tuple[str, ...]  # globals defined here that the code writes or constructs
+    reads: tuple[str, ...]  # globals (here, or another object's through the GOT) it reads
+    calls: tuple[str, ...]  # functions of this object it calls directly (followed);
+    #                         code without a symbol appears as its address ("0x1234")
+    external_calls: tuple[str, ...]  # functions called through the PLT/GOT
+    atexit: tuple[AtExit, ...]  # in the order they are registered
+    constructs_ios_init: bool  # calls std::ios_base::Init::Init() (the TU has <iostream>)
+    complete: bool  # False when a budget or an unknown indirect jump stopped the analysis
+    addresses: tuple[str, ...] = ()  # globals whose address is taken, contents untouched
+    passed: tuple[str, ...] = ()  # globals whose address reaches code that is not followed
+    # (global, True when written) for each global the code touches, by first touch.
+    first_access: tuple[tuple[str, bool], ...] = ()
+    stopped: tuple[str, ...] = ()  # why the code was not followed to the end
+    hooks: tuple[int, ...] = ()  # this object's functions handed over to run later
+    # Pointers passed to this object's functions, what those do with them not yet
+    # worked out (see ``settle``): (global, function, position, another object's).
+    pending: tuple[Pending, ...] = ()
+
+    def written_first(self, symbol: str) -> bool | None:
+        """Whether the first touch of ``symbol`` writes it (None: never touched)."""
+        return next((writes for name, writes in self.first_access if name == symbol), None)
+
+
+UNKNOWN_EFFECTS = Effects((), (), (), (), (), False, False)
+Pending = tuple[str, int, int, bool]
+
+
+@dataclass
+class FunctionSummary:
+    """Effects of one function, without those of the functions it calls."""
+
+    events: list[Event] = field(default_factory=list)
+    calls: dict[str, None] = field(default_factory=dict)
+    external_calls: dict[str, None] = field(default_factory=dict)
+    ios_init: bool = False
+    stopped: dict[str, None] = field(default_factory=dict)
+    callees: dict[int, None] = field(default_factory=dict)  # functions to follow
+
+    @property
+    def complete(self) -> bool:
+        return not self.stopped
+
+    def stop(self, reason: str) -> None:
+        self.stopped[reason] = None
+
+
+class Part(NamedTuple):
+    """One initializer of those gcc's link-time optimisation merged into one function."""
+
+    address: int | None  # the function called, or None for code inlined into the merged one
+    symbol: str | None
+    effects: Effects
+    inline: bool  # code of several translation units may be mixed in program order
+
+
+def incomplete(reason: str) -> FunctionSummary:
+    summary = FunctionSummary()
+    summary.stop(reason)
+    return summary
+
+
+# How a pointer passed as argument ``position`` to the function at ``callee`` is used.
+ParameterUse = Callable[[int, int], int]
+# The same for one global, or None when what the function does with it does not matter.
+PendingUse = Callable[[str, int, int, bool], int | None]
+
+
+class Collector:
+    """Composes function summaries into one ``Effects``, in program order.
+
+    ``summaries`` holds the functions that may be followed (those the
+    budget allowed); a call to one of them contributes its events where
+    the call is, the first time it is met.
+    """
+
+    def __init__(self, summaries: dict[int, FunctionSummary],
+                 use: ParameterUse | None) -> None:
+        """``use``: None to leave pointers passed to this object's functions pending."""
+        self.summaries, self.use = summaries, use
+        self.pending: list[Pending] = []
+        self.reads: dict[str, None] = {}
+        self.writes: dict[str, None] = {}
+        self.addresses: dict[str, None] = {}
+        self.passed: dict[str, None] = {}
+        self.first: dict[str, bool] = {}
+        self.atexit: dict[AtExit, None] = {}
+        self.hooks: dict[int, None] = {}
+        self.expanded: dict[int, None] = {}  # in the order they were met
+
+    def function(self, address: int) -> None:
+        """The events of the function at ``address`` and, in place, of its callees."""
+        if address in self.expanded or address not in self.summaries:
+            return
+        self.expanded[address] = None
+        self.events(self.summaries[address].events)
+
+    def events(self, events: Iterable[Event]) -> None:
+        for kind, subject, callee, position in events:
+            if kind == READ:
+                self.read(subject)
+            elif kind == WRITE:
+                self.write(subject)
+            elif kind == CALL:
+                self.function(subject)
+            elif kind in (PASS, PASS_FOREIGN):
+                if self.use is None:
+                    self.pending.append((subject, callee, position, kind == PASS_FOREIGN))
+                else:
+                    self.pass_on(subject, self.use(callee, position), kind == PASS_FOREIGN)
+            elif kind == UNKNOWN_PASS:
+                self.pass_to(subject, unseen_use(position))
+            elif kind == ATEXIT:
+                self.atexit.setdefault(subject, None)
+            elif kind == ADDRESS:
+                self.addresses.setdefault(subject, None)
+            elif kind == HOOK:
+                self.hooks.setdefault(subject, None)
+
+    def pass_on(self, symbol: str, use: int, foreign: bool) -> None:
+        """A pointer passed to a function of this object that uses it so; another
+        object's global is not built by this one's code."""
+        self.pass_to(symbol, (use & USE_UNKNOWN) | (USE_READ if use else 0) if foreign else use)
+
+    def pass_to(self, symbol: str, use: int) -> None:
+        if use & (USE_WRITE | USE_UNKNOWN):
+            # A call that builds or may build the object: taken to build it
+            # before anything it reads of it.
+            self.first.setdefault(symbol, True)
+        if use & USE_READ:
+            self.read(symbol)
+        if use & USE_WRITE:
+            self.write(symbol)
+        if use & USE_UNKNOWN:
+            self.passed.setdefault(symbol, None)
+        if not use:
+            self.addresses.setdefault(symbol, None)
+
+    def read(self, symbol: str) -> None:
+        self.reads.setdefault(symbol, None)
+        self.first.setdefault(symbol, False)
+
+    def write(self, symbol: str) -> None:
+        self.writes.setdefault(symbol, None)
+        self.first.setdefault(symbol, True)
+
+    def effects(self, complete: bool, stopped: Iterable[str]) -> Effects:
+        calls: dict[str, None] = {}
+        external: dict[str, None] = {}
+        ios_init = False
+        for address in self.expanded:
+            summary = self.summaries[address]
+            calls.update(summary.calls)
+            external.update(summary.external_calls)
+            ios_init = ios_init or summary.ios_init
+        touched = set(self.reads) | set(self.writes)
+        return Effects(tuple(self.writes), tuple(self.reads), tuple(calls), tuple(external),
+                       tuple(self.atexit), ios_init, complete,
+                       tuple(a for a in self.addresses if a not in touched),
+                       tuple(self.passed), tuple(self.first.items()), tuple(stopped),
+                       tuple(self.hooks), tuple(self.pending))
+
+
+def settle(effects: Effects, use: PendingUse) -> Effects:
+    """``effects`` with its pending passes worked out (those ``use`` answers for);
+    the others are taken for what they surely are: addresses."""
+    if not effects.pending:
+        return effects
+    collector = Collector({}, None)
+    collector.reads = dict.fromkeys(effects.reads)
+    collector.writes = dict.fromkeys(effects.writes)
+    collector.addresses = dict.fromkeys(effects.addresses)
+    collector.passed = dict.fromkeys(effects.passed)
+    collector.first = dict(effects.first_access)
+    for symbol, callee, position, foreign in effects.pending:
+        found = use(symbol, callee, position, foreign)
+        collector.pass_on(symbol, found or 0, foreign)
+    touched = set(collector.reads) | set(collector.writes)
+    return dataclasses.replace(
+        effects, writes=tuple(collector.writes), reads=tuple(collector.reads),
+        addresses=tuple(a for a in collector.addresses if a not in touched),
+        passed=tuple(collector.passed), first_access=tuple(collector.first.items()),
+        pending=())

@@ -1,0 +1,431 @@
+"""The sweep over one function's machine code, whatever the instruction set.
+
+A ``FunctionWalk`` decodes one function (capstone) in address order and
+tracks, within straight-line code and across forward branches, which
+registers (and which stack slots) hold a known address: ``lea reg,
+[rip+X]``, ``adrp``+``add``, an immediate, a GOT load (``mov reg,
+[rip+slot]``, ``adrp``+``ldr``), a copy of one of those, or, in a parameter
+sweep, one of the function's own pointer parameters.  Each memory access
+through such a register, each call and what it is passed, becomes an event
+of the function's ``FunctionSummary``.
+
+Loading a global's address (from the GOT, or with ``lea``/``adrp``) is not
+a read: only a load or store through the address touches the object, and
+a pointer handed to a call is what that call does with it.
+
+Subclasses, one per instruction set (``x86_64.py``, ``aarch64.py``), turn
+mnemonics into these steps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
+
+from elfpatch.analysis.effects.names import (
+    ATEXIT_FUNCTIONS,
+    HOOK_FUNCTIONS,
+    IOS_INIT_CONSTRUCTORS,
+    is_constructor,
+)
+from elfpatch.analysis.effects.summary import (
+    ADDRESS,
+    ATEXIT,
+    CALL,
+    HOOK,
+    PASS,
+    PASS_FOREIGN,
+    READ,
+    RESULT_POSITION,
+    STOP_INDIRECT_CALL,
+    STOP_INDIRECT_JUMP,
+    STOP_UNKNOWN_INSTRUCTION,
+    UNKNOWN_PASS,
+    WRITE,
+    AtExit,
+    FunctionSummary,
+)
+from elfpatch.elf.addresses import AddressIndex, GotEntry
+
+if TYPE_CHECKING:
+    from capstone import Cs
+
+    from elfpatch.analysis.effects.analyzer import EffectsAnalyzer
+
+class Value(NamedTuple):
+    """What a register (or a stack slot) is known to hold."""
+
+    address: int | None = None  # an address: lea/adr, adrp+add, an immediate
+    got: GotEntry | None = None  # the address of got.symbol, loaded from its GOT slot
+    page: bool = False  # an adrp page whose low 12 bits are still to be added
+    parameter: int | None = None  # the function's pointer parameter at this position
+    exact: bool = True  # False: somewhere inside the object, at an offset not known
+    # A switch's jump table: an entry loaded from the table at this address, and
+    # then the entry added to that address (the case to jump to).
+    table: int | None = None
+    switch: int | None = None
+
+
+State = dict[str, Value]
+
+
+def intersect(a: State, b: State) -> State:
+    return {reg: value for reg, value in a.items() if b.get(reg) == value}
+
+
+class Target(NamedTuple):
+    name: str | None
+    follow: int | None  # address of this object's code to follow
+    external: bool  # called through the PLT/GOT
+
+
+class FunctionWalk:
+    """One linear sweep over one function; subclasses decode one instruction set."""
+
+    ARGUMENTS: tuple[str, ...] = ()
+    RESULT_POINTER: str | None = None  # where a by-value result's address is passed, if apart
+    CALLER_SAVED: frozenset[str] = frozenset()
+    CALL_WRITES: frozenset[str] = frozenset()  # registers the call instruction itself sets
+    # mnemonic -> handler(walk, address of the next instruction, operands)
+    HANDLERS: ClassVar[dict[str, Callable[[Any, int, str], bool]]] = {}
+
+    def __init__(self, analyzer: EffectsAnalyzer, start: int, code: memoryview,
+                 sized: bool, parameters: bool = False) -> None:
+        self.analyzer, self.index = analyzer, analyzer.index
+        self.start, self.code, self.sized = start, code, sized
+        self.end = start + len(code)
+        self.summary = FunctionSummary()
+        self.events = self.summary.events
+        # A parameter sweep starts knowing that each argument register holds a parameter.
+        self.state: State = {register: Value(parameter=position) for position, register
+                             in self.parameter_registers()} if parameters else {}
+        self.pending: dict[int, State] = {}  # forward branch target -> state on arrival
+        self.stack_slots = False  # whether any stack slot holds a known value
+
+    @classmethod
+    def parameter_registers(cls) -> list[tuple[int, str]]:
+        """(position, register) of each pointer a caller may pass."""
+        found = list(enumerate(cls.ARGUMENTS))
+        if cls.RESULT_POINTER is not None:
+            found.append((RESULT_POSITION, cls.RESULT_POINTER))
+        return found
+
+    # -- the sweep --------------------------------------------------------
+    def run(self) -> FunctionSummary:
+        # One pass: a loop head gets the state it has on entry, so what is
+        # reported holds on the first iteration; forward branches merge.
+        reached, falls, pending, sized = self.start, True, self.pending, self.sized
+        handlers, other = self.HANDLERS, self.other
+        for address, size, mnemonic, operands in self.decode():
+            if not falls or address in pending:
+                self.enter(address, falls)
+            handler = handlers.get(mnemonic)
+            if handler is not None:
+                falls = handler(self, address + size, operands)
+            else:
+                falls = other(address, size, mnemonic, operands)
+            reached = address + size
+            if not sized and not falls and not any(t > address for t in pending):
+                break
+        else:
+            if sized and reached < self.end:  # undecodable bytes
+                self.summary.stop(STOP_UNKNOWN_INSTRUCTION)
+        return self.summary
+
+    def decode(self) -> Iterator[tuple[int, int, str, str]]:
+        """The instructions, decoded at once when the size is known, else in chunks."""
+        engine, code = self.analyzer.disassembler, bytes(self.code)
+        if self.sized:
+            return engine.disasm_lite(code, self.start)
+        return decode_in_chunks(engine, code, self.start)
+
+    def enter(self, address: int, falls: bool) -> None:
+        """The register state on arrival: fallthrough merged with forward branches."""
+        incoming = self.pending.pop(address, None)
+        if not falls:
+            self.state = incoming or {}
+        elif incoming is not None:
+            self.state = intersect(self.state, incoming)
+
+    def branch(self, target: int) -> None:
+        """A conditional or in-function branch: its target inherits the current state."""
+        if not self.start <= target < self.end:
+            return
+        known = self.pending.get(target)
+        self.pending[target] = dict(self.state) if known is None \
+            else intersect(known, self.state)
+
+    # -- per instruction set ------------------------------------------------
+    def other(self, address: int, size: int, mnemonic: str, operands: str) -> bool:
+        """Interpret an instruction without a handler; False when it never falls through."""
+        raise NotImplementedError
+
+    @staticmethod
+    def control_transfer(mnemonic: str, operands: str) -> tuple[bool, int | None] | None:
+        """(is a call, target if direct) of a call or unconditional jump; None for the rest."""
+        raise NotImplementedError
+
+    @staticmethod
+    def registers_set(mnemonic: str, operands: str) -> tuple[str, ...] | None:
+        """The general registers any other instruction may write; None when not known."""
+        raise NotImplementedError
+
+    # -- registers ------------------------------------------------------------
+    def set(self, register: str | None, value: Value | None) -> None:
+        if register is None:
+            return
+        if value is None:
+            self.state.pop(register, None)
+        else:
+            self.state[register] = value
+
+    def load_from(self, register: str | None, slot: int) -> bool:
+        """``register = *slot`` when ``slot`` is a GOT slot; False if it is not one."""
+        entry = self.index.got_entry(slot)
+        if entry is None:
+            return False
+        if entry.symbol is None:
+            self.set(register, Value(address=entry.address))
+            return True
+        self.set(register, Value(got=entry))
+        # Taking the address is not touching the object (and a weak reference
+        # loaded to be tested against null is not even that).
+        if not entry.is_function and not entry.weak_undefined:
+            self.events.append((ADDRESS, entry.symbol, None, 0))
+        return True
+
+    @staticmethod
+    def derived(value: Value | None) -> Value | None:
+        """A pointer moved by an unknown amount: still inside the same object."""
+        if value is None or value.page or (value.address is None and value.got is None
+                                           and value.parameter is None):
+            return None
+        return value._replace(exact=False)
+
+    # -- stack slots ------------------------------------------------------------
+    # A register spilled to the stack (every argument, at -O0) keeps its value
+    # there: the slot is a key "[base+offset]" of the state, next to the registers.
+    def store_slot(self, key: str, value: Value | None) -> None:
+        if value is None:
+            self.state.pop(key, None)
+        else:
+            self.state[key] = value
+            self.stack_slots = True
+
+    def forget_slots(self, base: str) -> None:
+        """The base register moved: slots addressed through it are other slots now."""
+        if self.stack_slots:
+            prefix = f"[{base}"
+            self.state = {k: v for k, v in self.state.items() if not k.startswith(prefix)}
+
+    # -- memory ---------------------------------------------------------------
+    def data(self, value: Value, offset: int = 0) -> tuple[str, bool] | None:
+        """(symbol, defined here) of the data at ``value + offset``, or None."""
+        entry = value.got
+        if entry is not None:
+            return None if entry.is_function or entry.symbol is None \
+                else (entry.symbol, entry.defined)
+        if value.address is None:
+            return None
+        name = self.index.data_symbol(value.address + offset if value.exact else value.address)
+        return (name, True) if name is not None else None
+
+    def access(self, value: Value, offset: int, read: bool, write: bool) -> None:
+        if value.parameter is not None:
+            subject: str | int = value.parameter
+            defined = True
+        else:
+            found = self.data(value, offset)
+            if found is None:
+                return
+            subject, defined = found
+        if read:
+            self.events.append((READ, subject, None, 0))
+        if write and defined:
+            self.events.append((WRITE, subject, None, 0))
+
+    # -- calls ----------------------------------------------------------------
+    def call(self, target: Value | None) -> None:
+        state = self.state
+        arguments = [state.get(register) for register in self.ARGUMENTS] if state else []
+        result = state.get(self.RESULT_POINTER) if state and self.RESULT_POINTER else None
+        resolved = self.resolve(target) if target is not None else None
+        if state:
+            self.forget_clobbered(resolved)
+        if resolved is None:
+            if target is None or target.parameter is not None:
+                # Through a register we cannot resolve (a virtual call, a callback):
+                # code that is not followed.
+                self.summary.stop(STOP_INDIRECT_CALL)
+            return
+        self.record_call(resolved)
+        name = resolved.name
+        if name == "__tls_get_addr" and arguments and arguments[0] is not None:
+            self.thread_local(arguments[0])
+        if name in ATEXIT_FUNCTIONS:
+            self.register_atexit(name, arguments + [None] * (2 - len(arguments)))
+            return
+        if name in HOOK_FUNCTIONS:
+            arguments = self.hand_over(HOOK_FUNCTIONS[name], arguments)
+        if name in IOS_INIT_CONSTRUCTORS:
+            self.summary.ios_init = True
+        if any(arguments) or result is not None:
+            self.pass_arguments([*enumerate(arguments), (RESULT_POSITION, result)], resolved,
+                                name is not None and is_constructor(name))
+        if resolved.follow is not None:
+            self.summary.callees[resolved.follow] = None
+            self.events.append((CALL, resolved.follow, None, 0))
+
+    def forget_clobbered(self, callee: Target | None) -> None:
+        """Forget the caller-saved registers the callee may change.
+
+        A call into this object's own code keeps those the callee provably
+        leaves alone: gcc (-fipa-ra, on from -O1) keeps values in them across
+        calls to functions whose bodies it has compiled.
+        """
+        saved = self.CALLER_SAVED
+        if not any(register in saved for register in self.state):
+            return
+        written = self.analyzer.registers_written(callee) if callee is not None else None
+        lost = saved if written is None else written | self.CALL_WRITES
+        self.state = {r: v for r, v in self.state.items() if r not in lost}
+
+    def pass_arguments(self, arguments: list[tuple[int, Value | None]], callee: Target,
+                       constructor: bool) -> None:
+        """A constructor writes its ``this``; what happens to any other pointer passed
+        is what the callee does with that parameter (see ``summary.Collector``)."""
+        for position, value in arguments:
+            if value is None or value.page \
+                    or (value.got is not None and value.got.weak_undefined):
+                continue
+            if value.parameter is not None:
+                subject: str | int = value.parameter
+                defined = True
+            else:
+                found = self.data(value)
+                if found is None:
+                    continue
+                subject, defined = found
+            if constructor and position == 0:
+                if defined:
+                    self.events.append((WRITE, subject, None, 0))
+            elif callee.follow is None:
+                self.events.append((UNKNOWN_PASS, subject, None, position))
+            else:
+                self.events.append((PASS if defined else PASS_FOREIGN, subject, callee.follow,
+                                    position))
+
+    def hand_over(self, positions: tuple[int, ...],
+                  arguments: list[Value | None]) -> list[Value | None]:
+        """Functions passed to run later (fork handlers, a thread's start): noted, and
+        not taken for data; the other arguments are returned."""
+        rest = list(arguments)
+        for position in positions:
+            value = arguments[position] if position < len(arguments) else None
+            target = self.resolve(value) if value is not None else None
+            if target is not None and target.follow is not None:
+                self.events.append((HOOK, target.follow, None, 0))
+            if position < len(rest):
+                rest[position] = None
+        return rest
+
+    def thread_local(self, argument: Value) -> None:
+        """``__tls_get_addr(&got_pair)``: the pair's relocation names the variable."""
+        entry = self.index.got_entry(argument.address) if argument.address else None
+        if entry is not None and entry.is_tls:
+            self.access(Value(got=entry), 0, read=True, write=False)
+
+    def record_call(self, resolved: Target) -> None:
+        # Code without a symbol is named by its address.
+        name = resolved.name or f"{resolved.follow or 0:#x}"
+        if resolved.external:
+            self.summary.external_calls[name] = None
+        else:
+            self.summary.calls[name] = None
+
+    def resolve(self, target: Value) -> Target | None:
+        if target.got is not None:
+            return self.through_got(target.got)
+        if not target.address or target.page or not target.exact:
+            return None  # unknown, or a null weak reference
+        return self.analyzer.code_target(target.address)
+
+    def through_got(self, entry: GotEntry) -> Target | None:
+        if entry.is_tls:  # aarch64 TLS descriptor: a call that finds the variable
+            self.access(Value(got=entry), 0, read=True, write=False)
+            return None
+        return got_target(self.index, entry)
+
+    def register_atexit(self, name: str, arguments: list[Value | None]) -> None:
+        function, target = arguments[0], arguments[1] if name != "atexit" else None
+        destructor, code = None, None
+        if function is not None:
+            resolved = self.resolve(function)
+            if resolved is not None:
+                destructor, code = resolved.name, resolved.follow
+        object_name = None
+        if target is not None and not target.page:
+            found = self.data(target)
+            object_name = found[0] if found else None
+        self.events.append((ATEXIT, AtExit(object_name, destructor, code), None, 0))
+
+    def tail_call(self, target: Value | None) -> bool:
+        """A jump out of the function (or through a register); never falls through."""
+        if target is None:
+            self.summary.stop(STOP_INDIRECT_JUMP)  # an indirect jump we cannot resolve
+        elif target.address != 0:  # 0: a null weak reference, tested before the jump
+            self.call(target)
+        self.state = {}
+        return False
+
+    def jump(self, target: int) -> bool:
+        inside = self.start <= target < self.end
+        if inside and (self.sized or self.index.function_at(target) is None):
+            self.branch(target)
+            return False
+        if self.sized and self.index.has_local_symbols and self.index.function_at(target) \
+                is None and self.index.plt_entry(target) is None:
+            return False  # into this function's split-off part (.cold): error paths
+        return self.tail_call(Value(address=target))
+
+
+def decode_in_chunks(engine: Cs, code: bytes, start: int,
+                     chunk: int = 32) -> Iterator[tuple[int, int, str, str]]:
+    """Instructions decoded a few at a time, for a reader that may stop early.
+
+    capstone decodes all it is given before yielding the first instruction.
+    """
+    offset = 0
+    while offset < len(code):
+        decoded = list(engine.disasm_lite(code[offset:], start + offset, chunk))
+        if not decoded:
+            return
+        yield from decoded
+        offset = decoded[-1][0] + decoded[-1][1] - start
+
+
+def got_target(index: AddressIndex, entry: GotEntry) -> Target:
+    """The function a call through a GOT slot (or a PLT stub using it) reaches."""
+    if entry.symbol is not None:
+        # An interposable call to a function defined here reaches that
+        # definition unless another object preempts it: follow it.
+        follow = entry.definition if entry.defined and entry.is_function else None
+        return Target(entry.symbol, follow, True)
+    name = None  # a slot holding an address of this object's own code
+    if entry.address is not None:
+        found = index.function_at(entry.address)
+        name = found[0] if found else None
+    return Target(name, entry.address, False)
+
+
+# -- numbers ---------------------------------------------------------------------------
+def number(text: str) -> int | None:
+    try:
+        return int(text, 0)
+    except ValueError:
+        return None
+
+
+def immediate(text: str) -> int | None:
+    """A branch target or immediate operand written as a number."""
+    return number(text) if text[:1].isdigit() else None

@@ -1,0 +1,440 @@
+"""x86-64: the instructions that move addresses, read and write memory, call and jump.
+
+capstone's Intel syntax is read as text: ``lea rdi, [rip + 0x2e61]``, ``mov
+rax, qword ptr [rip + 0x2d3a]`` (a GOT slot), ``call 0x10a0`` (a PLT stub).
+A fixed-address executable may also hold data addresses as immediates and
+absolute displacements.  Arguments are passed in rdi, rsi, rdx, rcx, r8, r9
+(System V); spills go to ``[rbp - n]`` (-O0) or ``[rsp + n]``.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+from typing import TYPE_CHECKING
+
+from elfpatch.analysis.effects.walk import FunctionWalk, Value, immediate, number
+from elfpatch.elf.addresses import EM_X86_64
+from elfpatch.errors import ElfpatchError
+
+if TYPE_CHECKING:
+    from elfpatch.analysis.effects.analyzer import EffectsAnalyzer
+
+MACHINE = EM_X86_64
+
+def _x86_registers() -> dict[str, str]:
+    families = [("rax", "eax", "ax", "al", "ah"), ("rbx", "ebx", "bx", "bl", "bh"),
+                ("rcx", "ecx", "cx", "cl", "ch"), ("rdx", "edx", "dx", "dl", "dh"),
+                ("rsi", "esi", "si", "sil"), ("rdi", "edi", "di", "dil"),
+                ("rbp", "ebp", "bp", "bpl"), ("rsp", "esp", "sp", "spl")]
+    families += [(f"r{n}", f"r{n}d", f"r{n}w", f"r{n}b") for n in range(8, 16)]
+    return {name: names[0] for names in families for name in names}
+
+
+_X86_FAMILY = _x86_registers()
+_X86_QWORD = frozenset(_X86_FAMILY.values())  # the 64-bit names
+# 64- and 32-bit names: writing them sets the whole register.
+_X86_WIDE = frozenset(name for name in _X86_FAMILY
+                      if (name.startswith("r") and not name.endswith(("w", "b")))
+                      or name.startswith("e"))
+_X86_CONDITIONAL = frozenset({"jo", "jno", "jb", "jae", "je", "jne", "jbe", "ja", "js", "jns",
+                              "jp", "jnp", "jl", "jge", "jle", "jg", "jcxz", "jecxz", "jrcxz",
+                              "loop", "loope", "loopne"})
+_X86_STOPS = frozenset({"ret", "retf", "bnd ret", "ud2", "hlt", "int3"})
+_X86_NO_DESTINATION = frozenset({"cmp", "test", "push", "bt", "comiss", "comisd", "ucomiss",
+                                 "ucomisd", "ptest", "nop", "endbr64", "prefetcht0",
+                                 "prefetcht1", "prefetcht2", "prefetchnta", "prefetchw"})
+_X86_READS_MEMORY = frozenset({"cmp", "test", "movzx", "movsx", "movsxd", "push"})
+# Instructions that write registers they do not name (string ops, mul/div, cpuid…).
+_X86_IMPLICIT = frozenset({"mul", "div", "idiv", "cdq", "cqo", "cwd", "cdqe", "cpuid",
+                           "rdtsc", "rdtscp", "syscall", "xchg", "xadd", "cmpxchg",
+                           "cmpxchg16b", "stosb", "stosw", "stosd", "stosq", "movsb",
+                           "movsw", "movsq", "lodsb", "lodsq", "scasb", "cmpsb", "xgetbv"})
+_X86_OP_MEM = 3  # capstone.x86.X86_OP_MEM
+_CS_AC_READ, _CS_AC_WRITE = 1, 2
+
+
+_X86_CALLS = frozenset({"call", "bnd call", "notrack call"})
+_X86_JUMPS = frozenset({"jmp", "bnd jmp", "notrack jmp", "notrack bnd jmp"})
+_X86_LOOPS = frozenset({"loop", "loope", "loopne"})  # conditional, and they decrement rcx
+# Instructions that write no general register (beyond rsp and rbp, which calls preserve).
+_X86_WRITES_NOTHING = (_X86_NO_DESTINATION | _X86_STOPS | (_X86_CONDITIONAL - _X86_LOOPS)
+                       | {"leave", "pause", "lfence", "mfence", "sfence", "vzeroupper",
+                          "vzeroall", "cld", "std", "clc", "stc", "cmc"})
+# String operations (without rep) step rdi/rsi; capstone names their operands
+# "byte ptr [rdi]"; SSE's movsd and cmpsd share two of the names.
+_X86_STRING_OPERATIONS = frozenset(f"{name}{width}" for name in ("movs", "stos", "lods", "scas",
+                                                                 "cmps", "ins", "outs")
+                                   for width in "bwdq")
+_X86_STRING_OPERAND = re.compile(r"\[[re][sd]i\]")
+
+
+class X86Walk(FunctionWalk):
+    ARGUMENTS = ("rdi", "rsi", "rdx", "rcx", "r8", "r9")
+    CALLER_SAVED = frozenset({"rax", "rcx", "rdx", "rsi", "rdi", "r8", "r9", "r10", "r11"})
+
+    @staticmethod
+    def control_transfer(mnemonic: str, operands: str) -> tuple[bool, int | None] | None:
+        if mnemonic in _X86_CALLS or mnemonic in _X86_JUMPS:
+            return mnemonic in _X86_CALLS, immediate(operands)
+        return None
+
+    @staticmethod
+    def registers_set(mnemonic: str, operands: str) -> tuple[str, ...] | None:
+        if mnemonic in _X86_WRITES_NOTHING:
+            return ()
+        if " " in mnemonic:  # prefixes: a rep-prefixed string operation moves rcx, rdi, rsi
+            prefix, _, bare = mnemonic.rpartition(" ")
+            return None if "rep" in prefix else X86Walk.registers_set(bare, operands)
+        if mnemonic in _X86_LOOPS:
+            return ("rcx",)
+        # Implicit destinations (mul/div, cpuid, string operations, operand-less
+        # instructions such as cdqe or lahf): what they write is not in the text.
+        if mnemonic in _X86_IMPLICIT or not operands \
+                or (mnemonic == "imul" and "," not in operands) \
+                or (mnemonic in _X86_STRING_OPERATIONS and _X86_STRING_OPERAND.search(operands)):
+            return None
+        family = _X86_FAMILY.get(operands.partition(", ")[0])
+        return (family,) if family is not None else ()
+
+    def __init__(self, analyzer: EffectsAnalyzer, start: int, code: memoryview,
+                 sized: bool, parameters: bool = False) -> None:
+        super().__init__(analyzer, start, code, sized, parameters)
+        # A fixed-address executable has addresses as immediates and displacements.
+        self.absolute = analyzer.fixed_addresses
+
+    def other(self, address: int, size: int, mnemonic: str, operands: str) -> bool:
+        if mnemonic in _X86_STOPS:
+            return False
+        if " " in mnemonic:  # prefixes: rep, lock, bnd, notrack
+            prefix, _, bare = mnemonic.rpartition(" ")
+            handler = self.HANDLERS.get(bare)
+            falls = handler(self, address + size, operands) if handler is not None \
+                else self.other(address, size, bare, operands)
+            if "rep" in prefix:
+                self.clobber()
+            return falls
+        if self.stack_slots:
+            self.stack_effects(mnemonic, operands)
+        if "[" in operands and (self.state or "rip" in operands or self.absolute):
+            self.generic_memory(mnemonic, operands, address, size)
+        if self.state and not (mnemonic in ("add", "sub") and self.offset(mnemonic, operands)):
+            self.generic_registers(mnemonic, operands)
+        return True
+
+    def offset(self, mnemonic: str, operands: str) -> bool:
+        """``add reg, imm`` / ``sub reg, imm`` (or a register) on a known address.
+
+        A constant moves the address; an amount not known (an index) leaves a
+        pointer somewhere inside the same object.  False if the register holds
+        no known address.
+        """
+        destination, _, source = operands.partition(", ")
+        family = _X86_FAMILY.get(destination)
+        value = self.state.get(family) if family is not None and destination[0] == "r" else None
+        if family is None or value is None:
+            return False
+        if value.table is not None:  # a jump table's entry plus the table: the case's code
+            base = self.state.get(_X86_FAMILY.get(source, ""))
+            found = mnemonic == "add" and base is not None and base.address == value.table
+            self.set(family, Value(switch=value.table) if found else None)
+            return True
+        amount = number(source)
+        if amount is not None and value.address is not None and value.exact:
+            sign = 1 if mnemonic == "add" else -1
+            self.state[family] = Value(address=value.address + sign * amount)
+        else:
+            self.set(family, self.derived(value))
+        return True
+
+    def stack_effects(self, mnemonic: str, operands: str) -> None:
+        """Keep the spilled values valid: forget slots the instruction moves or overwrites."""
+        if mnemonic in _X86_STACK_MOVERS or operands.startswith(("rsp", "esp")):
+            self.forget_slots("rsp")
+            if mnemonic == "leave":
+                self.forget_slots("rbp")
+        if operands.startswith(("qword ptr [r", "dword ptr [r", "xmmword ptr [r")):
+            key = self.stack_key(operands.partition(", ")[0])
+            if key is not None:
+                self.store_slot(key, None)
+
+    # -- control flow -----------------------------------------------------------
+    def on_call(self, following: int, operands: str) -> bool:
+        self.call(self.operand_target(operands, following))
+        return True
+
+    def on_jmp(self, following: int, operands: str) -> bool:
+        target = immediate(operands)
+        if target is not None:
+            return self.jump(target)
+        value = self.operand_target(operands, following)
+        if value is not None and value.switch is not None:
+            return self.jump_table(value.switch)
+        return self.tail_call(value)
+
+    def jump_table(self, table: int) -> bool:
+        """``jmp rax`` to a case of a switch: each case continues with what is known here.
+
+        gcc's position-independent tables hold 32-bit offsets from the table;
+        the entries are read while they lead into this function.
+        """
+        targets = self.table_targets(table)
+        if not targets:
+            return self.tail_call(None)
+        for target in targets:
+            self.branch(target)
+        self.state = {}
+        return False
+
+    def table_targets(self, table: int) -> list[int]:
+        if not self.sized:
+            return []
+        elf = self.analyzer.elf
+        try:
+            offset = elf.vaddr_to_offset(table, "jump table")
+        except ElfpatchError:
+            return []
+        data = bytes(elf.view[offset : min(offset + 4 * _MAX_CASES, elf.size)])
+        targets = []
+        for (entry,) in struct.iter_unpack("<i", data[: len(data) - len(data) % 4]):
+            if not self.start <= table + entry < self.end:
+                break
+            targets.append(table + entry)
+        return targets
+
+    def on_movsxd(self, following: int, operands: str) -> bool:
+        """A load of a signed 32-bit value; from ``[table + index*4]``, a jump table's entry."""
+        if not self.state and not self.absolute and "rip" not in operands:
+            return True
+        destination, _, source = operands.partition(", ")
+        located = self.memory(source, following) if "[" in source else None
+        value = None
+        if located is not None:
+            base, offset = located
+            self.access(base, offset, read=True, write=False)
+            if "*4]" in source and offset == 0 and base.address is not None and base.exact \
+                    and base.got is None:
+                value = Value(table=base.address)
+        self.set(_X86_FAMILY.get(destination), value)
+        return True
+
+    def on_stop(self, following: int, operands: str) -> bool:
+        return False
+
+    def on_conditional(self, following: int, operands: str) -> bool:
+        target = immediate(operands)
+        if target is not None:
+            self.branch(target)
+        return True
+
+    def operand_target(self, operands: str, following: int) -> Value | None:
+        """Where ``call``/``jmp`` goes: an immediate, a register, or a GOT slot."""
+        target = immediate(operands)
+        if target is not None:
+            return Value(address=target)
+        if "[" not in operands:
+            return self.state.get(_X86_FAMILY.get(operands, ""))
+        slot = self.effective(operands, following)
+        if slot is None or slot.address is None:
+            return None
+        entry = self.index.got_entry(slot.address)
+        if entry is None:
+            return None
+        return Value(got=entry) if entry.symbol is not None else Value(address=entry.address)
+
+    # -- addresses ----------------------------------------------------------------
+    def on_lea(self, following: int, operands: str) -> bool:
+        destination, _, source = operands.partition(", ")
+        register = _X86_FAMILY.get(destination)
+        if register == "rsp":
+            self.forget_slots("rsp")
+        if register is not None:
+            self.set(register, self.effective(source, following)
+                     if destination in _X86_WIDE else None)
+        return True
+
+    def effective(self, operand: str, following: int) -> Value | None:
+        """The address a memory operand designates, as far as it is known."""
+        located = self.memory(operand, following)
+        if located is None:
+            return None
+        base, offset = located
+        if base.parameter is not None:
+            return base
+        if base.got is not None or not base.exact:
+            return base if offset == 0 else self.derived(base)
+        if base.address is None:
+            return None
+        return Value(address=base.address + offset)
+
+    def memory(self, operand: str, following: int) -> tuple[Value, int] | None:
+        """(base value, displacement) of a memory operand whose base is known."""
+        open_at = operand.find("[")
+        inner = operand[open_at + 1 : operand.find("]", open_at)]
+        if inner.startswith("rip + 0x") and operand[open_at - 1 : open_at] != ":":
+            displacement = number(inner[6:])  # the usual form
+            if displacement is not None:
+                return Value(address=following + displacement), 0
+        first = inner.partition(" ")[0]
+        base: Value | None = None
+        if first in _X86_FAMILY:
+            base = self.state.get(_X86_FAMILY[first])
+            if base is None:
+                return None
+        offset = _displacement(inner)
+        if offset is None:
+            return None
+        if ":" in operand[:open_at]:  # fs:[reg]: reg holds a thread-local offset
+            return (base, offset) if base is not None and base.got is not None else None
+        if base is not None:
+            return base, offset
+        if first == "rip":
+            return Value(address=following + offset), 0
+        # An absolute address, perhaps indexed: only a fixed-address executable has them.
+        return (Value(address=offset), 0) if self.absolute else None
+
+    # -- moves ----------------------------------------------------------------------
+    def on_mov(self, following: int, operands: str) -> bool:
+        if not self.state and not self.absolute and "rip" not in operands:
+            return True  # nothing known is read, nothing known is overwritten
+        destination, _, source = operands.partition(", ")
+        if "[" in destination:
+            key = self.stack_key(destination)
+            if key is not None:  # a spill: the slot keeps the register's value
+                self.store_slot(key, self.state.get(_X86_FAMILY.get(source, ""))
+                                if source in _X86_QWORD else None)
+                return True
+            located = self.memory(destination, following)
+            if located is not None:
+                self.access(located[0], located[1], read=False, write=True)
+        elif "[" in source:
+            self.load(destination, source, following)
+        else:
+            family = _X86_FAMILY.get(destination)
+            if family == "rsp":
+                self.forget_slots("rsp")
+            self.set(family, self.source_value(source) if destination in _X86_WIDE else None)
+        return True
+
+    def load(self, destination: str, source: str, following: int) -> None:
+        register = _X86_FAMILY.get(destination)
+        key = self.stack_key(source) if self.stack_slots else None
+        if key is not None:  # a reload of a spilled value
+            self.set(register, self.state.get(key) if destination in _X86_QWORD else None)
+            return
+        # The base is read before the destination is overwritten: mov rax, [rax + 8].
+        located = self.memory(source, following)
+        self.set(register, None)
+        if located is None:
+            return
+        base, offset = located
+        if destination in _X86_WIDE and base.address is not None and base.got is None \
+                and self.load_from(register, base.address + offset):
+            return
+        self.access(base, offset, read=True, write=False)
+
+    def source_value(self, source: str) -> Value | None:
+        family = _X86_FAMILY.get(source)
+        if family is not None:
+            return self.state.get(family)
+        # Only a fixed-address executable has addresses as immediates, and
+        # only numbers inside its image are addresses (not counts or flags).
+        address = immediate(source) if self.absolute else None
+        if address is None or not self.analyzer.in_image(address):
+            return None
+        return Value(address=address)
+
+    def stack_key(self, operand: str) -> str | None:
+        """The stack slot a memory operand names, unless its base holds a known address
+        (at -O2 rbp is an ordinary register)."""
+        key = _stack_key(operand)
+        return None if key is None or key[1:4] in self.state else key
+
+    # -- everything else --------------------------------------------------------------
+    def generic_memory(self, mnemonic: str, operands: str, address: int, size: int) -> None:
+        for operand in operands.split(", "):
+            if "[" in operand:
+                located = self.memory(operand, address + size)
+                if located is not None:
+                    read, write = self.memory_access(mnemonic, address, size)
+                    self.access(located[0], located[1], read, write)
+
+    def generic_registers(self, mnemonic: str, operands: str) -> None:
+        """Forget what the instruction's destination register held."""
+        if mnemonic not in _X86_NO_DESTINATION:
+            self.set(_X86_FAMILY.get(operands.partition(",")[0]), None)
+        if mnemonic in _X86_IMPLICIT:
+            for operand in operands.split(", "):
+                self.set(_X86_FAMILY.get(operand), None)
+            self.clobber()
+
+    def clobber(self) -> None:
+        for register in self.CALLER_SAVED:
+            self.state.pop(register, None)
+
+    def memory_access(self, mnemonic: str, address: int, size: int) -> tuple[bool, bool]:
+        """(read, write) of the memory operand, from capstone's operand access flags."""
+        if mnemonic in _X86_READS_MEMORY:
+            return True, False
+        offset = address - self.start
+        code = bytes(self.code[offset : offset + size])
+        for instruction in self.analyzer.detailed.disasm(code, address, 1):
+            for operand in instruction.operands:
+                if operand.type == _X86_OP_MEM and operand.access:
+                    return (bool(operand.access & _CS_AC_READ),
+                            bool(operand.access & _CS_AC_WRITE))
+        return True, False
+
+
+_MAX_CASES = 4096  # entries of one jump table read at most
+_X86_STACK_MOVERS = frozenset({"push", "pop", "pushfq", "popfq", "leave", "enter"})
+
+
+def _stack_key(operand: str) -> str | None:
+    """``qword ptr [rbp - 0x18]`` -> ``[rbp-24]``: a stack slot, or None for other memory."""
+    if "[rsp" not in operand and "[rbp" not in operand:
+        return None
+    open_at = operand.find("[")
+    inner = operand[open_at + 1 : operand.find("]", open_at)]
+    base, _, rest = inner.partition(" ")
+    if base not in ("rbp", "rsp") or open_at < 0 or ":" in operand[:open_at]:
+        return None
+    if not rest:
+        return f"[{base}+0]"
+    sign, _, amount = rest.partition(" ")
+    offset = number(amount) if sign in ("+", "-") else None
+    if offset is None:
+        return None
+    return f"[{base}{offset if sign == '+' else -offset:+d}]"
+
+
+def _displacement(inner: str) -> int | None:
+    """The constant part of ``rip + 0x10`` / ``rax + rbx*8 - 8`` / ``0x404040``."""
+    offset, sign = 0, 1
+    for token in inner.split(" "):
+        if token == "+":
+            sign = 1
+        elif token == "-":
+            sign = -1
+        elif token[:1].isdigit() and "*" not in token:
+            amount = number(token)
+            if amount is None:
+                return None
+            offset += sign * amount
+    return offset
+
+
+X86Walk.HANDLERS = {
+    "call": X86Walk.on_call, "bnd call": X86Walk.on_call, "notrack call": X86Walk.on_call,
+    "jmp": X86Walk.on_jmp, "bnd jmp": X86Walk.on_jmp, "notrack jmp": X86Walk.on_jmp,
+    "notrack bnd jmp": X86Walk.on_jmp,
+    "lea": X86Walk.on_lea, "mov": X86Walk.on_mov, "movabs": X86Walk.on_mov,
+    "movsxd": X86Walk.on_movsxd,
+    **dict.fromkeys(_X86_CONDITIONAL, X86Walk.on_conditional),
+    **dict.fromkeys(_X86_STOPS, X86Walk.on_stop),
+}
+
+
+
+
+WALK = X86Walk

@@ -1,0 +1,98 @@
+"""What the `inits` fixture tests share: builds per machine, runs, and `inits --json` risks.
+
+A fixture is built for x86-64 with the host's g++ and for aarch64 with
+Debian's cross g++; the aarch64 programs run under qemu-user when it is
+installed (otherwise the test that needs the run skips).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from functools import cache
+from pathlib import Path
+
+import pytest
+from conftest import run_elfpatch
+from elfpatch.fixtures import build
+
+MACHINES = ["x86_64", "aarch64"]
+DESTRUCTOR = "exit-time-destructor"
+
+
+def toolchain(machine: str) -> build.Toolchain:
+    """The compiler for ``machine``, or a skip naming what to install."""
+    if machine == "x86_64":
+        found = build.host_toolchain()
+        if not found.available():
+            pytest.skip(f"{found.cxx} is not installed (apt-get install g++)")
+        return found
+    cross = build.cross_toolchain(machine)
+    if cross is None:
+        pytest.skip(f"no {machine} cross compiler (apt-get install g++-{machine}-linux-gnu)")
+    return cross
+
+
+def scenario(name: str, machine: str = "x86_64") -> build.ScenarioBuild:
+    return build.build_scenario(name, toolchain=toolchain(machine))
+
+
+def printed(built: build.ScenarioBuild, program: str,
+            env: dict[str, str] | None = None) -> dict[str, str]:
+    """The ``key=value`` lines ``program`` prints (run under qemu for aarch64)."""
+    if not built.toolchain.runner_available():
+        pytest.skip(f"cannot run {built.toolchain.name} programs: qemu-user not installed")
+    result = built.run(program=program, env=env)
+    assert result.returncode == 0, result.stderr
+    pairs = (line.split("=", 1) for line in result.stdout.splitlines() if "=" in line)
+    return dict(pairs)
+
+
+@cache
+def inits(*args: str) -> dict:
+    """``elfpatch inits --json ARGS``, once per argument list."""
+    result = run_elfpatch("inits", "--json", *args)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def inits_of(path: Path, *options: str) -> dict:
+    """The one file's record of ``inits --json``."""
+    (record,) = inits(*options, str(path))["files"]
+    return record
+
+
+def risks(record: dict, *kinds: str) -> list[dict]:
+    """The risks of one file's record, of the given kinds (all but exit-time destructors)."""
+    return [r for r in record["risks"]
+            if (r["kind"] in kinds if kinds else r["kind"] != DESTRUCTOR)]
+
+
+def errors(record: dict) -> list[tuple[str, str]]:
+    """(kind, object) of each error of one file's record."""
+    return [(r["kind"], r["object"]) for r in record["risks"] if r["severity"] == "error"]
+
+
+def closure_errors(document: dict, folder: Path) -> list[tuple[str, str, str]]:
+    """(file name, kind, object) of each error of the closure's objects inside ``folder``."""
+    inside = folder.resolve()
+    return [(Path(f["path"]).name, r["kind"], r["object"]) for f in document["files"]
+            if Path(f["path"]).resolve().parent == inside
+            for r in f["risks"] if r["severity"] == "error"]
+
+
+def compiler_runs(flags: tuple[str, ...], machine: str = "x86_64") -> bool:
+    """Whether g++ can build and link a program with ``flags`` (a sanitizer's library)."""
+    try:
+        build.build_executable({"probe.cpp": "int main() { return 0; }\n"}, "probe",
+                               flags, toolchain=toolchain(machine))
+    except build.BuildError:
+        return False
+    return True
+
+
+def run_raw(built: build.ScenarioBuild, folder: Path, program: str,
+            env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """``program`` of a build made outside the scenario cache (another set of flags)."""
+    copy = build.ScenarioBuild(built.scenario, built.variant, folder, built.toolchain)
+    return copy.run(program=program, env=env)

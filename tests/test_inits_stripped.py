@@ -1,0 +1,46 @@
+"""`inits` on stripped files: entries are placed by address and the nearest exported function."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from _build import invoke
+from elfpatch.fixtures import build
+
+SOURCES = {
+    "lib.cpp": """
+#include <string>
+extern "C" int exported_first() { return 1; }
+std::string made_at_load(20, 'x');
+extern "C" int exported_last() { return (int)made_at_load.size(); }
+""",
+}
+
+
+@pytest.fixture(scope="module")
+def stripped(tmp_path_factory: pytest.TempPathFactory, cxx: object) -> Path:
+    strip = shutil.which("strip")
+    if strip is None:
+        pytest.skip("strip is not installed (apt-get install binutils)")
+    library = build.build_shared(SOURCES, "libstripped", ["-O1", "-g0"])
+    copy = tmp_path_factory.mktemp("stripped") / library.name
+    shutil.copy(library, copy)
+    subprocess.run([strip, "--strip-all", str(copy)], check=True)
+    return copy
+
+
+def test_unnamed_entries_say_where_they_are(stripped: Path) -> None:
+    document = json.loads(invoke("inits", "--json", str(stripped)).stdout)
+    entries = document["files"][0]["initializers"]
+    tu_initializer = [e for e in entries if e["kind"] == "init_array" and e["symbol"] is None]
+    assert tu_initializer, entries
+    # The TU's initializer follows exported_last; the C runtime's frame_dummy precedes
+    # every export and is said to be unnamed.
+    assert any((e["nearest"] or "").startswith("exported_last+0x") for e in tu_initializer)
+    text = invoke("inits", str(stripped)).stdout
+    assert "(unnamed)" not in text
+    assert "(no symbol names it; after exported_" in text
