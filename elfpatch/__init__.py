@@ -1,3 +1,34 @@
-"""elfpatch: find and fix STB_GNU_UNIQUE symbols and static-initializer hazards."""
+"""elfpatch: find and fix STB_GNU_UNIQUE symbols and static-initializer hazards.
+
+The Python API (see ``elfpatch.api``)::
+
+    import elfpatch
+    report = elfpatch.scan("dist/pkg-1.0-cp311-cp311-manylinux_2_28_x86_64.whl")
+    result = elfpatch.fix(["build/liba.so", "build/libb.so"], output="fixed/")
+
+The functions are imported on first use, so that ``import elfpatch`` (and
+the command line's start-up) stays cheap.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from elfpatch.errors import ElfpatchError
 
 __version__ = "0.1.0"
+
+__all__ = ["ElfpatchError", "ScanReport", "__version__", "check", "fix", "inits", "scan"]
+
+if TYPE_CHECKING:
+    from elfpatch.api import ScanReport, check, fix, inits, scan
+
+_LAZY = {"scan", "fix", "inits", "check", "ScanReport"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from elfpatch import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'elfpatch' has no attribute {name!r}")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 import click
@@ -16,15 +17,35 @@ from elfpatch import __version__
 from elfpatch.errors import EXIT_CODES_HELP, ElfpatchError, ExitCode
 
 
-def _emit_errors(errors: list[ElfpatchError]) -> None:
+def _echo(text: str, err: bool = False, nl: bool = True) -> None:
+    """Every line goes out here: names and paths that kept stray bytes as surrogates
+    are written as ``\\xNN`` text, never as an encoding error."""
+    from elfpatch.elf.file import printable
+
+    click.echo(printable(text), err=err, nl=nl)
+
+
+def _emit_errors(errors: Sequence[ElfpatchError]) -> None:
+    """One line per error; with --traceback, also the traceback behind any that has one."""
+    context = click.get_current_context(silent=True)
+    with_traceback = bool(context and context.find_root().obj
+                          and context.find_root().obj.get("traceback"))
     for error in errors:
-        click.echo(f"elfpatch: error: {error.one_line()}", err=True)
+        if with_traceback and error.detail:
+            _echo(error.detail.rstrip(), err=True)
+        _echo(f"elfpatch: error: {error.one_line()}", err=True)
 
 
 def _emit_json(document: dict[str, Any]) -> None:
-    # On one line: indenting switches json to its pure-Python encoder, which
-    # took 0.3 s for a torch wheel's report (``jq .`` pretty-prints it).
-    click.echo(json.dumps(document, ensure_ascii=False))
+    """Every JSON document goes out here: valid UTF-8, on one line.
+
+    Names and paths keep stray bytes as surrogates; they are written as
+    ``\\xNN`` text.  One line: indenting switches json to its pure-Python
+    encoder, which took 0.3 s for a torch wheel's report (``jq .`` pretty-prints it).
+    """
+    from elfpatch.report.scan_json import printable_document
+
+    _echo(json.dumps(printable_document(document), ensure_ascii=False))
 
 
 class ElfpatchGroup(click.Group):
@@ -38,12 +59,16 @@ class ElfpatchGroup(click.Group):
                 raise
             _emit_errors([error])
             ctx.exit(ExitCode.BAD_INPUT)
+        except KeyboardInterrupt:
+            # Commands that write catch this themselves and say what was written.
+            _echo("elfpatch: interrupted", err=True)
+            ctx.exit(ExitCode.INTERRUPTED)
         except (click.ClickException, click.exceptions.Exit, click.Abort, SystemExit):
             raise
         except Exception as error:  # a bug: one line, and the traceback on request
             if ctx.obj and ctx.obj.get("traceback"):
                 raise
-            click.echo(f"elfpatch: internal error: {type(error).__name__}: {error} "
+            _echo(f"elfpatch: internal error: {type(error).__name__}: {error} "
                        "(rerun with --traceback and report it)", err=True)
             ctx.exit(ExitCode.BAD_INPUT)
 
@@ -54,10 +79,6 @@ class ElfpatchGroup(click.Group):
 @click.pass_context
 def main(ctx: click.Context, traceback: bool) -> None:
     """Find and fix STB_GNU_UNIQUE symbols and static-initializer hazards in ELF files."""
-    if traceback:  # imported only then: the runner pulls in the analyses, slow to load
-        from elfpatch import runner
-
-        runner.RAISE_UNEXPECTED = True
     ctx.obj = {"traceback": traceback}
 
 
@@ -71,19 +92,19 @@ def scan(paths: tuple[str, ...], as_json: bool, verbose: bool) -> None:
 
     PATHS are ELF files, folders (searched recursively) and wheels or zips.
     """
+    from elfpatch import api
     from elfpatch.report.style import color_wanted, make_styler
-    from elfpatch.runner import scan_paths
 
-    outcome = scan_paths(paths)
+    outcome = api.scan(paths, keep_going=True)
     if as_json:
         from elfpatch.report.scan_json import scan_document
 
-        _emit_json(scan_document(outcome.results, outcome.errors))
+        _emit_json(scan_document(list(outcome.files), list(outcome.errors)))
     else:
         from elfpatch.report.scan_text import render_scan
 
         style = make_styler(color_wanted())
-        click.echo(render_scan(outcome.results, outcome.errors, style, verbose), nl=False)
+        _echo(render_scan(list(outcome.files), list(outcome.errors), style, verbose), nl=False)
     _emit_errors(outcome.errors)
     sys.exit(ExitCode.BAD_INPUT if outcome.errors else ExitCode.OK)
 
@@ -107,37 +128,36 @@ def scan(paths: tuple[str, ...], as_json: bool, verbose: bool) -> None:
               "other libraries of the set need GLOBAL.")
 @click.option("--force", is_flag=True, help="Localise even symbols other libraries need.")
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON report (version 1).")
+@click.option("-q", "--quiet", is_flag=True, help="No progress on stderr (shown only on a "
+              "terminal, for -w).")
 def fix(paths: tuple[str, ...], output: str | None, in_place: bool, wheel_dir: str | None,
         mode: str,
         only: str | None, exclude: str | None, dry_run: bool, strict: bool, force: bool,
-        as_json: bool) -> None:
+        as_json: bool, quiet: bool) -> None:
     """Rewrite STB_GNU_UNIQUE bindings so libraries unload and stay private.
 
     All PATHS (files, folders) are analysed as one set first: a UNIQUE symbol
     another library of the set references or also defines is made GLOBAL
     rather than LOCAL, so the set keeps loading and sharing what it shares.
     """
-    import re
-
-    from elfpatch.patch.fix import fix_paths
+    from elfpatch import api
     from elfpatch.patch.plan import FixOptions
 
     targets = sum(1 for given in (output, in_place or None, wheel_dir) if given)
     if targets > 1 or (targets == 0 and not dry_run):
         raise click.UsageError("give exactly one of -o/--output, --in-place and -w/--wheel-dir "
                                "(or --dry-run)")
-    if strict and force:
-        raise click.UsageError("--strict and --force contradict each other")
-    for pattern in (only, exclude):
-        if pattern is not None:
-            try:
-                re.compile(pattern)
-            except re.error as error:
-                raise click.BadParameter(f"{pattern!r}: {error}") from None
-    options = FixOptions(mode, only, exclude, strict, force)
+    options = FixOptions(mode, only, exclude, strict, force)  # checks them: one line if wrong
     if wheel_dir is not None or all(p.endswith(".whl") for p in paths):
-        _fix_wheels(paths, wheel_dir or "", options, dry_run, as_json)
-    result = fix_paths(paths, options, output, dry_run)
+        _fix_wheels(paths, wheel_dir, options, dry_run, as_json, quiet)
+    _terminate_as_interrupt()
+    try:
+        result = api.fix(paths, output=output, in_place=in_place, mode=mode, only=only,
+                         exclude=exclude, strict=strict, force=force, dry_run=dry_run,
+                         keep_going=True)
+    except KeyboardInterrupt:
+        _echo("elfpatch: interrupted before anything was written", err=True)
+        sys.exit(ExitCode.INTERRUPTED)
     if as_json:
         from elfpatch.report.fix_json import fix_document
 
@@ -146,15 +166,42 @@ def fix(paths: tuple[str, ...], output: str | None, in_place: bool, wheel_dir: s
         from elfpatch.report.fix_text import render_fix
         from elfpatch.report.style import color_wanted, make_styler
 
-        click.echo(render_fix(result, make_styler(color_wanted()), dry_run), nl=False)
+        _echo(render_fix(result, make_styler(color_wanted()), dry_run), nl=False)
     _emit_errors(result.errors)
+    if result.interrupted:
+        _emit_interruption(result)
+        sys.exit(ExitCode.INTERRUPTED)
     if result.errors:
         sys.exit(ExitCode.BAD_INPUT)
     sys.exit(ExitCode.FINDINGS if result.refused else ExitCode.OK)
 
 
-def _fix_wheels(paths: tuple[str, ...], wheel_dir: str, options: Any, dry_run: bool,
-                as_json: bool) -> None:
+def _terminate_as_interrupt() -> None:
+    """SIGTERM (a CI job cancelled, ``kill``) is handled like Ctrl-C: the report says
+    which files were written."""
+    import signal
+
+    def interrupt(_signal: int, _frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupt)
+
+
+def _emit_interruption(result: Any) -> None:
+    """After Ctrl-C: which files now hold the fix and which are as they were."""
+    written = [o.destination for o in result.outcomes if o.written]
+    left = [o.destination for o in result.outcomes if not o.written]
+    _echo(f"elfpatch: interrupted: {len(written)} written, {len(left)} left as they were",
+               err=True)
+    for destination in written:
+        _echo(f"  written: {destination}", err=True)
+    for destination in left:
+        _echo(f"  not written: {destination}", err=True)
+
+
+def _fix_wheels(paths: tuple[str, ...], wheel_dir: str | None, options: Any, dry_run: bool,
+                as_json: bool, quiet: bool = False) -> None:
+    """``fix -w OUTDIR``: repaired wheels; every wheel is written, or none."""
     from elfpatch.errors import InputError
     from elfpatch.patch.wheel_fix import fix_wheels
 
@@ -164,21 +211,57 @@ def _fix_wheels(paths: tuple[str, ...], wheel_dir: str, options: Any, dry_run: b
         if not wheel_dir and not dry_run:
             raise InputError(path, "a wheel is repaired into a new wheel",
                              hint="elfpatch fix WHEEL -w OUTDIR")
-    results, errors = fix_wheels(list(paths), wheel_dir, options, dry_run)
+    _terminate_as_interrupt()
+    progress = _ProgressLine(enabled=not quiet and sys.stderr.isatty())
+    try:
+        result = fix_wheels(list(paths), wheel_dir, options, dry_run, progress)
+    finally:
+        progress.clear()
     if as_json:
         from elfpatch.report.fix_json import wheel_document
 
-        _emit_json(wheel_document(results, errors, options.mode, dry_run))
+        _emit_json(wheel_document(result, options.mode, dry_run))
     else:
         from elfpatch.report.fix_text import render_wheels
         from elfpatch.report.style import color_wanted, make_styler
 
-        click.echo(render_wheels(results, make_styler(color_wanted()), dry_run), nl=False)
-    all_errors = errors + [e for r in results for e in r.fix.errors]
-    _emit_errors(all_errors)
-    if all_errors:
+        _echo(render_wheels(result, make_styler(color_wanted()), dry_run), nl=False)
+    _emit_errors(result.errors)
+    if result.interrupted:
+        written = [w.destination for w in result.wheels if w.written]
+        _echo(f"elfpatch: interrupted: {len(written)} of {len(paths)} wheels written",
+              err=True)
+        for destination in written:
+            _echo(f"  written: {destination}", err=True)
+        sys.exit(ExitCode.INTERRUPTED)
+    if result.errors:
         sys.exit(ExitCode.BAD_INPUT)
-    sys.exit(ExitCode.FINDINGS if any(r.fix.refused for r in results) else ExitCode.OK)
+    sys.exit(ExitCode.FINDINGS if result.refused else ExitCode.OK)
+
+
+class _ProgressLine:
+    """One line on stderr, rewritten in place as work goes on; nothing unless enabled."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self._shown = False
+
+    def __call__(self, text: str) -> None:
+        if not self.enabled:
+            return
+        import shutil
+
+        width = max(20, shutil.get_terminal_size().columns - 1)
+        line = text if len(text) <= width else text[: width - 3] + "..."
+        sys.stderr.write(f"\r\x1b[K{line}")
+        sys.stderr.flush()
+        self._shown = True
+
+    def clear(self) -> None:
+        if self._shown:
+            sys.stderr.write("\r\x1b[K")
+            sys.stderr.flush()
+            self._shown = False
 
 
 @main.command(epilog="Exit codes: 0 listed (risks or not); 2 usage error or an input that "
@@ -190,17 +273,15 @@ def _fix_wheels(paths: tuple[str, ...], wheel_dir: str, options: Any, dry_run: b
               help="glibc.rtld.dynamic_sort: 2 (default since glibc 2.35) or 1 (the old one).")
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON report (version 1).")
 @click.option("-v", "--verbose", is_flag=True, help="List finalizers and every warning.")
+@click.option("--list-only", is_flag=True, help="List the initializers without reading their "
+              "machine code (fast; no risks).")
 def inits(paths: tuple[str, ...], closure: bool, sort_algorithm: str, as_json: bool,
-          verbose: bool) -> None:
+          verbose: bool, list_only: bool) -> None:
     """Static initializers in run order, their translation units, and init-order risks."""
-    from elfpatch.analysis.init_order import analyse_closure, analyse_paths
+    from elfpatch import api
 
-    if closure:
-        if len(paths) != 1:
-            raise click.UsageError("--closure takes exactly one root PATH")
-        result = analyse_closure(paths[0], int(sort_algorithm))
-    else:
-        result = analyse_paths(paths)
+    result = api.inits(paths, closure=closure, sort_algorithm=int(sort_algorithm),
+                       follow_code=not list_only, keep_going=True)
     if as_json:
         from elfpatch.report.inits_json import inits_document
 
@@ -209,7 +290,7 @@ def inits(paths: tuple[str, ...], closure: bool, sort_algorithm: str, as_json: b
         from elfpatch.report.inits_text import render_inits
         from elfpatch.report.style import color_wanted, make_styler
 
-        click.echo(render_inits(result, make_styler(color_wanted()), verbose), nl=False)
+        _echo(render_inits(result, make_styler(color_wanted()), verbose), nl=False)
     _emit_errors(result.errors)
     sys.exit(ExitCode.BAD_INPUT if result.errors else ExitCode.OK)
 
@@ -222,60 +303,83 @@ def demo() -> None:
     run_demo(click.echo)
 
 
-@main.command(epilog="Exit codes: 0 the policy passed; 1 the policy was violated; 2 usage error "
-              "or an input that could not be read.")
+@main.command(epilog="Exit codes: 0 the policy passed (or --update-baseline recorded the "
+              "findings); 1 the policy was violated; 2 usage error or an input that could not "
+              "be read.")
 @click.argument("paths", nargs=-1)
 @click.option("--config", type=click.Path(), help="Policy file (TOML with [tool.elfpatch]); "
               "default: the nearest pyproject.toml.")
 @click.option("--format", "output_format", type=click.Choice(["text", "json", "github", "junit"]),
               default="text", show_default=True)
+@click.option("-v", "--verbose", is_flag=True, help="Text: every library and finding, not the "
+              "summary.")
 @click.option("--baseline", type=click.Path(), help="Known findings (JSON) that do not fail.")
-@click.option("--update-baseline", is_flag=True, help="Write the current findings to --baseline.")
+@click.option("--update-baseline", is_flag=True, help="Write the current findings to --baseline "
+              "(created if missing) and exit 0.")
 @click.option("-j", "--jobs", type=click.IntRange(1, 64), default=None,
               help="Analyse libraries in this many processes (default: one per core, up to 8).")
-@click.option("--environment", "environment", is_flag=False, flag_value=sys.executable,
-              default=None, metavar="[PYTHON]", help="Check the libraries installed in this "
-              "interpreter's environment for UNIQUE clashes between distributions.")
-def check(paths: tuple[str, ...], config: str | None, output_format: str, baseline: str | None,
-          update_baseline: bool, jobs: int | None, environment: str | None) -> None:
+@click.option("--environment", is_flag=True, help="Also check the libraries installed in the "
+              "Python environment (see --python) for UNIQUE symbols that libraries of different "
+              "distributions, or of PATHS and an installed distribution, both define. Installed "
+              "libraries are held to this clash rule only, PATHS to the whole policy.")
+@click.option("--python", "python", type=click.Path(exists=True, dir_okay=False),
+              default=None, metavar="PYTHON", help="The interpreter whose environment "
+              "--environment checks (default: the one running elfpatch).")
+@click.option("-q", "--quiet", is_flag=True, help="No progress on stderr (shown only on a "
+              "terminal).")
+def check(paths: tuple[str, ...], config: str | None, output_format: str, verbose: bool,
+          baseline: str | None, update_baseline: bool, jobs: int | None, environment: bool,
+          python: str | None, quiet: bool) -> None:
     """The CI gate: analyse wheels, folders and libraries and apply the policy."""
     import os
 
     jobs = jobs or min(8, os.cpu_count() or 1)
-    from elfpatch.analysis.check import read_baseline, run_check, write_baseline
+    from elfpatch.analysis.check import CheckResult, read_baseline, run_check, write_baseline
     from elfpatch.policy import load_policy
 
     if update_baseline and not baseline:
         raise click.UsageError("--update-baseline needs --baseline FILE")
-    if not paths and environment is None:
-        raise click.UsageError("give PATHS or --environment")
+    if python is not None and not environment:
+        raise click.UsageError("--python names the interpreter for --environment")
+    if not paths and not environment:
+        raise click.UsageError("give PATHS, --environment, or both")
     policy = load_policy(config)
-    if environment is not None:
-        from elfpatch.environment import check_environment
+    known = set() if update_baseline else read_baseline(baseline)
+    progress = _ProgressLine(enabled=not quiet and sys.stderr.isatty())
+    try:
+        result = run_check(paths, policy, known, jobs, progress=progress) if paths else \
+            CheckResult(policy)
+    finally:
+        progress.clear()
+    if environment:
+        from elfpatch.environment import add_environment
 
-        result = check_environment(environment, policy, jobs)
-    else:
-        known = set() if update_baseline else read_baseline(baseline)
-        result = run_check(paths, policy, known, jobs)
+        add_environment(result, python or sys.executable, jobs)
     if update_baseline and baseline:
         write_baseline(baseline, result)
-    _render_check(result, output_format)
+    _render_check(result, output_format, verbose)
     _emit_errors(result.errors)
     if result.errors:
         sys.exit(ExitCode.BAD_INPUT)
-    sys.exit(ExitCode.OK if result.passed or update_baseline else ExitCode.FINDINGS)
+    if update_baseline and baseline:
+        recorded = sum(1 for f in result.findings if f.level == "error")
+        _echo(f"elfpatch: recorded {recorded} error findings in {baseline}; later runs "
+                   f"with --baseline {baseline} fail only on new ones", err=True)
+        sys.exit(ExitCode.OK)
+    sys.exit(ExitCode.OK if result.passed else ExitCode.FINDINGS)
 
 
-def _render_check(result: Any, output_format: str) -> None:
+def _render_check(result: Any, output_format: str, verbose: bool) -> None:
     from elfpatch.report import check_report
 
     if output_format == "json":
         _emit_json(check_report.render_json(result))
     elif output_format == "github":
-        click.echo(check_report.render_github(result), nl=False)
+        _echo(check_report.render_github(result), nl=False)
     elif output_format == "junit":
-        click.echo(check_report.render_junit(result), nl=False)
+        _echo(check_report.render_junit(result), nl=False)
     else:
         from elfpatch.report.style import color_wanted, make_styler
 
-        click.echo(check_report.render_text(result, make_styler(color_wanted())), nl=False)
+        _echo(check_report.render_text(result, make_styler(color_wanted()), verbose),
+                   nl=False)

@@ -43,7 +43,9 @@ STORIES = (
           "cache (cache_version=1), its own initialisation never ran (initialisations=0), and "
           "both plugins use one cache object (shared_cache=1).",
           "each plugin has its own cache, initialised once, exactly like the same sources built "
-          "with -fno-gnu-unique."),
+          "with -fno-gnu-unique. Fixed as one set, the two plugins define the same symbols, so "
+          "elfpatch made them GLOBAL rather than LOCAL (in case they are meant to share): a "
+          "GLOBAL symbol is no longer unique, and each RTLD_LOCAL plugin binds its own."),
 )
 
 
@@ -66,12 +68,15 @@ def run_demo(echo: Echo) -> None:
 def _build(scenario: str, folder: Path, echo: Echo) -> object:
     from elfpatch.fixtures import build
 
-    started = time.monotonic()
+    started, wall = time.monotonic(), time.time()
     try:
         built = build.build_scenario(scenario)
     except build.BuildError as error:
         raise DemoError(scenario, f"building the fixture failed: {error}") from None
-    echo(f"  built with g++ in {time.monotonic() - started:.1f} s")
+    if build.built_at(built.dir) < wall:
+        echo(f"  built with g++ earlier (from the build cache, {build.cache_root()})")
+    else:
+        echo(f"  built with g++ in {time.monotonic() - started:.1f} s")
     return built.copy_to(folder)
 
 

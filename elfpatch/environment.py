@@ -1,4 +1,4 @@
-"""``check --environment``: UNIQUE clashes between the distributions installed in an interpreter.
+"""``check --environment``: UNIQUE clashes between installed distributions and the paths checked.
 
 torch 1.8 next to cupy 9 is the case: each wheel was fine alone, but both
 carried CUB's UNIQUE caches, and loaded into one process they shared them.
@@ -10,10 +10,15 @@ import json
 import subprocess
 from pathlib import Path
 
-from elfpatch.analysis.check import CheckResult, LibraryCheck, find_clashes, gather_all
+from elfpatch.analysis.check import (
+    CheckResult,
+    distribution_key,
+    find_clashes,
+    gather_all,
+    package_of_source,
+)
 from elfpatch.errors import InputError
 from elfpatch.inputs import ElfSource, has_elf_magic_file
-from elfpatch.policy import Policy
 
 # Run inside the target interpreter: every distribution and the absolute paths of its files.
 _LIST_FILES = """
@@ -30,24 +35,48 @@ print(json.dumps(out))
 
 
 def installed_libraries(python: str) -> dict[str, list[str]]:
+    """{distribution: its ELF-looking files} of the interpreter ``python``."""
     try:
         result = subprocess.run([python, "-c", _LIST_FILES], capture_output=True, text=True,
-                                timeout=300, check=True)
-        return json.loads(result.stdout)
-    except (OSError, subprocess.SubprocessError, ValueError) as error:
-        raise InputError(python, f"cannot list the installed distributions ({error})") from None
+                                timeout=300)
+    except PermissionError:
+        raise InputError(python, "is not executable",
+                         hint="--python takes a Python interpreter") from None
+    except OSError as error:
+        raise InputError(python, f"cannot run it: {error.strerror or error}",
+                         hint="--python takes a Python interpreter") from None
+    except subprocess.TimeoutExpired:
+        raise InputError(python, "listing its distributions took over 300 s") from None
+    if result.returncode != 0:
+        last = (result.stderr.strip().splitlines() or ["no message"])[-1]
+        raise InputError(python, f"cannot list its installed distributions (exit "
+                         f"{result.returncode}: {last})", hint="--python takes a Python 3.8+ "
+                         "interpreter")
+    try:
+        listing = json.loads(result.stdout)
+    except ValueError:
+        raise InputError(python, "is not a Python interpreter (it did not print the list of "
+                         "distributions)", hint="--python takes a Python interpreter") from None
+    if not isinstance(listing, dict):
+        raise InputError(python, "printed something other than the list of distributions")
+    return listing
 
 
-def check_environment(python: str, policy: Policy, jobs: int) -> CheckResult:
-    result = CheckResult(policy)
-    package_of: dict[str, str] = {}
+def add_environment(result: CheckResult, python: str, jobs: int) -> None:
+    """Add the clashes between installed distributions, and between them and ``result``'s paths.
+
+    Installed libraries are held to the clash rule only: they are what the
+    build runs next to, not what it ships.  A wheel that is itself installed
+    is one distribution with its installed copy, never a clash with it.
+    """
+    package_of = {f.source.path: package_of_source(f.source)
+                  for f in (lib.facts for lib in result.libraries)}
     sources = []
     for distribution, files in sorted(installed_libraries(python).items()):
         for file in sorted(set(files)):
             if file not in package_of and has_elf_magic_file(Path(file)):
-                package_of[file] = distribution
+                package_of[file] = distribution_key(distribution)
                 sources.append(ElfSource(file))
-    facts = gather_all(sources, False, jobs, result.errors)
-    result.libraries = [LibraryCheck(f, ()) for f in facts]
-    result.clashes = find_clashes(facts, package_of)
-    return result
+    installed = gather_all(sources, False, jobs, result.errors)
+    everything = [lib.facts for lib in result.libraries] + installed
+    result.clashes = find_clashes(everything, package_of)

@@ -2,14 +2,35 @@
 
 from __future__ import annotations
 
+import os
+import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from elfpatch.fixtures import build
+
+# CI sets this: an oracle that is not installed there is a failure, not a skip, so a
+# green run proves that every compiler, emulator and tool the tests compare with ran.
+REQUIRE_TOOLS = "ELFPATCH_REQUIRE_TOOLS"
+_MISSING_TOOL = re.compile(r"not installed|no \S+ (cross )?compiler|no C\+\+ compiler|"
+                           r"cannot link with|cannot run .* programs|qemu-user")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: Any) -> Generator[None, Any, None]:
+    outcome = yield
+    report = outcome.get_result()
+    if not (report.skipped and os.environ.get(REQUIRE_TOOLS)):
+        return
+    reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+    if _MISSING_TOOL.search(reason):
+        report.outcome = "failed"
+        report.longrepr = f"{REQUIRE_TOOLS} is set, but a tool is missing: {reason}"
 
 
 def require_tool(name: str) -> str:

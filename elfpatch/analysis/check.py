@@ -9,9 +9,10 @@ change from one version of the wheel to the next.
 from __future__ import annotations
 
 import json
+import re
 from collections import defaultdict
-from collections.abc import Iterable
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable, Iterable
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,11 +21,16 @@ from elfpatch.elf.file import ElfFile
 from elfpatch.errors import ElfpatchError, InputError
 from elfpatch.inputs import ElfSource, expand, open_source
 from elfpatch.policy import Policy
+from elfpatch.regular_file import read_regular_text, write_regular_text
+
+# Told what is being analysed, for a progress line.
+Progress = Callable[[str], None]
 
 RULE_UNIQUE = "unique"
 RULE_INITIALIZERS = "max-initializers"
 RULE_EXIT_DESTRUCTOR = "exit-time-destructor"
 RULE_INIT_ORDER = "init-order"
+RULE_DESTRUCTION_ORDER = "destruction-order"
 
 
 @dataclass(frozen=True)
@@ -52,8 +58,9 @@ class LibraryFacts:
     source: ElfSource
     scan: FileScan
     initializers: int  # user initializers (the C runtime's own excluded)
-    exit_destructors: tuple[tuple[str, str], ...]  # (object, destructor)
+    exit_destructors: tuple[tuple[str, str, bool], ...]  # (object, message, read at exit)
     init_order_errors: tuple[tuple[str, str, str], ...]  # (reader, object, message)
+    destruction_order_errors: tuple[tuple[str, str, str], ...] = ()  # (destructor, object, …)
 
     @property
     def identity(self) -> str:
@@ -113,19 +120,27 @@ def facts_of(elf: ElfFile, source: ElfSource, need_effects: bool) -> LibraryFact
     scan = scan_elf(elf, source.path, source.member)
     listing = list_initializers(elf, source.path, source.member)
     count = sum(1 for e in listing.initializers if not e.is_runtime)
-    destructors: list[tuple[str, str]] = []
+    destructors: list[tuple[str, str, bool]] = []
     order_errors: list[tuple[str, str, str]] = []
+    destruction_errors: list[tuple[str, str, str]] = []
     if need_effects and count:
         from elfpatch.analysis.init_order import analyse_object
-        from elfpatch.analysis.risks import KIND_EXIT_DESTRUCTOR, SEVERITY_ERROR
+        from elfpatch.analysis.risks import (
+            KIND_DESTRUCTION_ORDER,
+            KIND_EXIT_DESTRUCTOR,
+            SEVERITY_ERROR,
+        )
 
         report, _ = analyse_object(elf, source.path, source.member, listing)
         for risk in report.risks:
             if risk.kind == KIND_EXIT_DESTRUCTOR:
-                destructors.append((risk.object, risk.message))
+                destructors.append((risk.object, risk.message, bool(risk.read_at_exit)))
+            elif risk.kind == KIND_DESTRUCTION_ORDER:
+                destruction_errors.append((risk.reader, risk.object, risk.message))
             elif risk.severity == SEVERITY_ERROR:
                 order_errors.append((risk.reader, risk.object, risk.message))
-    return LibraryFacts(source, scan, count, tuple(destructors), tuple(order_errors))
+    return LibraryFacts(source, scan, count, tuple(destructors), tuple(order_errors),
+                        tuple(destruction_errors))
 
 
 def judge(facts: LibraryFacts, policy: Policy, baseline: set[str]) -> LibraryCheck:
@@ -158,14 +173,36 @@ def _budget_findings(facts: LibraryFacts, policy: Policy) -> list[Finding]:
 def _effect_findings(facts: LibraryFacts, policy: Policy) -> list[Finding]:
     findings = []
     if policy.exit_time_destructors != "ignore":
+        # "read-at-exit": only the objects a destructor, atexit function or thread reads.
+        every = policy.exit_time_destructors_scope == "all"
         findings += [Finding(facts.identity, RULE_EXIT_DESTRUCTOR, obj, message,
                              policy.exit_time_destructors)
-                     for obj, message in facts.exit_destructors]
+                     for obj, message, read in facts.exit_destructors if every or read]
     if policy.init_order != "ignore":
         findings += [Finding(facts.identity, RULE_INIT_ORDER, f"{reader}->{obj}", message,
                              policy.init_order)
                      for reader, obj, message in facts.init_order_errors]
+    if policy.destruction_order != "ignore":
+        findings += [Finding(facts.identity, RULE_DESTRUCTION_ORDER, f"{reader}->{obj}", message,
+                             policy.destruction_order)
+                     for reader, obj, message in facts.destruction_order_errors]
     return findings
+
+
+def distribution_key(name: str) -> str:
+    """A distribution name normalised as packaging does (PEP 503): Foo_Bar and foo-bar are one."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def package_of_source(source: ElfSource) -> str:
+    """The package a library belongs to: its wheel's distribution, or its own path.
+
+    Two wheels of one distribution (for two Python versions, say) are one
+    package: their libraries never load into one process together.
+    """
+    if source.member is not None and source.path.lower().endswith(".whl"):
+        return distribution_key(Path(source.path).name.split("-", 1)[0])
+    return source.path
 
 
 def find_clashes(facts: Iterable[LibraryFacts], package_of: dict[str, str]) -> list[Clash]:
@@ -183,23 +220,38 @@ def find_clashes(facts: Iterable[LibraryFacts], package_of: dict[str, str]) -> l
 
 
 def read_baseline(path: str | None) -> set[str]:
-    if path is None or not Path(path).exists():
+    """The finding keys of a baseline file; none when no ``--baseline`` was given.
+
+    A baseline that is missing is an error rather than an empty baseline:
+    a mistyped path must not quietly turn every known finding into a failure
+    (or hide that the file was never written).
+    """
+    if path is None:
         return set()
     try:
-        document = json.loads(Path(path).read_text())
+        document = json.loads(read_regular_text(path))
         return {str(key) for key in document["findings"]}
-    except (OSError, ValueError, KeyError, TypeError) as error:
+    except FileNotFoundError:
+        raise InputError(path, "no such baseline file",
+                         hint="create it with --update-baseline") from None
+    except OSError as error:
+        raise InputError(path, f"cannot read the baseline: {error.strerror or error}") from None
+    except (ValueError, KeyError, TypeError) as error:
         raise InputError(path, f"not an elfpatch baseline ({error})",
                          hint="write one with --update-baseline") from None
 
 
 def write_baseline(path: str, result: CheckResult) -> None:
+    """Write the error findings' keys to ``path``, creating it if needed."""
     keys = sorted({f.key for f in result.findings if f.level == "error"})
-    Path(path).write_text(json.dumps({"version": 1, "findings": keys}, indent=2) + "\n")
+    try:
+        write_regular_text(path, json.dumps({"version": 1, "findings": keys}, indent=2) + "\n")
+    except OSError as error:
+        raise InputError(path, f"cannot write the baseline: {error.strerror or error}") from None
 
 
 def run_check(paths: Iterable[str], policy: Policy, baseline: set[str], jobs: int = 1,
-              need_effects: bool = True) -> CheckResult:
+              need_effects: bool = True, progress: Progress | None = None) -> CheckResult:
     result = CheckResult(policy)
     sources: list[ElfSource] = []
     for item in expand(paths):
@@ -208,26 +260,38 @@ def run_check(paths: Iterable[str], policy: Policy, baseline: set[str], jobs: in
         else:
             sources.append(item)
     need_effects = need_effects and (policy.exit_time_destructors != "ignore"
-                                     or policy.init_order != "ignore")
-    facts = gather_all(sources, need_effects, jobs, result.errors)
+                                     or policy.init_order != "ignore"
+                                     or policy.destruction_order != "ignore")
+    facts = gather_all(sources, need_effects, jobs, result.errors, progress)
     result.libraries = [judge(f, policy, baseline) for f in facts]
-    archives = {s.path for s in sources if s.member is not None}
-    if len(archives) > 1:
-        result.clashes = find_clashes(facts, {a: Path(a).name for a in archives})
+    packages = {package_of_source(s) for s in sources if s.member is not None}
+    if len(packages) > 1:
+        result.clashes = find_clashes(facts, {s.path: package_of_source(s) for s in sources})
     return result
 
 
 def gather_all(sources: list[ElfSource], need_effects: bool, jobs: int,
-                errors: list[ElfpatchError]) -> list[LibraryFacts]:
-    if jobs <= 1 or len(sources) <= 2:
-        outcomes = [_guarded(source, need_effects) for source in sources]
+               errors: list[ElfpatchError], progress: Progress | None = None,
+               ) -> list[LibraryFacts]:
+    """Each source's facts, in ``jobs`` processes; ``progress`` hears of each one done."""
+    tell = progress or (lambda _text: None)
+    total = len(sources)
+    if jobs <= 1 or total <= 2:
+        outcomes = []
+        for number, source in enumerate(sources, 1):
+            tell(f"check: {number}/{total} {source.member or source.path}")
+            outcomes.append(_guarded(source, need_effects))
     else:
         # Largest first, so one huge library does not start last and finish alone.
-        order = sorted(range(len(sources)), key=lambda i: -sources[i].size)
+        order = sorted(range(total), key=lambda i: -sources[i].size)
         pool = ProcessPoolExecutor(max_workers=jobs)
         try:
             futures = {i: pool.submit(_guarded, sources[i], need_effects) for i in order}
-            outcomes = [futures[i].result() for i in range(len(sources))]
+            done = {future: i for i, future in futures.items()}
+            for number, future in enumerate(as_completed(done), 1):
+                finished = sources[done[future]]
+                tell(f"check: {number}/{total} done, last {finished.member or finished.path}")
+            outcomes = [futures[i].result() for i in range(total)]
         finally:
             # Every result is in: the workers' teardown (freeing a big library's
             # memory) overlaps with judging and rendering instead of delaying them.
@@ -242,12 +306,11 @@ def gather_all(sources: list[ElfSource], need_effects: bool, jobs: int,
 
 
 def _guarded(source: ElfSource, need_effects: bool) -> LibraryFacts | ElfpatchError:
-    from elfpatch.errors import CorruptElfError
-    from elfpatch.runner import PARSE_FAILURES
+    from elfpatch.errors import PARSE_FAILURES, malformed
 
     try:
         return gather_facts(source, need_effects)
     except ElfpatchError as error:
         return error
     except PARSE_FAILURES as error:
-        return CorruptElfError(source.label, f"malformed ELF data ({type(error).__name__})")
+        return malformed(source.label, error)

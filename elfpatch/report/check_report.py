@@ -19,7 +19,14 @@ from dataclasses import dataclass, replace
 from typing import Any
 from xml.etree import ElementTree
 
-from elfpatch.analysis.check import CheckResult, Clash, Finding, LibraryCheck
+from elfpatch.analysis.check import (
+    RULE_EXIT_DESTRUCTOR,
+    RULE_UNIQUE,
+    CheckResult,
+    Clash,
+    Finding,
+    LibraryCheck,
+)
 from elfpatch.errors import ElfpatchError
 from elfpatch.report.scan_json import SCHEMA_VERSION, error_record, file_record
 from elfpatch.report.style import Styler, plural
@@ -36,33 +43,126 @@ def _by_archive(result: CheckResult) -> dict[str, list[LibraryCheck]]:
     return groups
 
 
-def render_text(result: CheckResult, style: Styler) -> str:
+# The summary (text without -v) fits a screen: this many libraries with findings
+# per archive, this many named examples per rule, names shortened to this width.
+_SUMMARY_LIBRARIES = 20
+_SUMMARY_EXAMPLES = 3
+_SUMMARY_CLASHES = 5
+_NAME_WIDTH = 70
+_EXAMPLE_WIDTH = 40
+
+
+def render_text(result: CheckResult, style: Styler, verbose: bool = False) -> str:
+    """Per archive, the libraries with findings; a summary unless ``verbose``."""
     lines = []
     for archive, libraries in _by_archive(result).items():
         lines.append(style(archive, "head"))
-        quiet = 0
-        for library in libraries:
-            facts = library.facts
-            if library.findings or facts.scan.dynamic_unique_definitions:
-                lines += _library_lines(library, style)
-            else:
-                quiet += 1
+        noisy = [lib for lib in libraries
+                 if lib.findings or lib.facts.scan.dynamic_unique_definitions]
+        if not verbose:
+            noisy.sort(key=lambda lib: -sum(1 for f in lib.findings if not f.baselined))
+        shown = noisy if verbose else noisy[:_SUMMARY_LIBRARIES]
+        for library in shown:
+            lines += _library_lines(library, style) if verbose else \
+                _library_summary(library, style)
+        if len(shown) < len(noisy):
+            more = plural(len(noisy) - len(shown), "more library", "more libraries")
+            lines.append(style(f"  ... {more} with findings (-v lists every one)", "dim"))
+        quiet = len(libraries) - len(noisy)
         if quiet:
             lines.append(style(f"  {plural(quiet, 'other library', 'other libraries')}: "
                                "no findings", "dim"))
-    for clash in result.clashes:
-        lines.append(style(f"clash: {_clash_message(clash)}", "warn"))
+    lines += _clash_lines(result, style, verbose)
     lines.append(_verdict(result, style))
     return "\n".join(lines) + "\n"
 
 
-def _library_lines(library: LibraryCheck, style: Styler) -> list[str]:
+def _clash_lines(result: CheckResult, style: Styler, verbose: bool) -> list[str]:
+    shown = result.clashes if verbose else result.clashes[:_SUMMARY_CLASHES]
+    lines = [style(f"clash: {_clash_message(clash)}", "warn") for clash in shown]
+    if len(shown) < len(result.clashes):
+        more = plural(len(result.clashes) - len(shown), "more clash", "more clashes")
+        lines.append(style(f"... {more} (-v lists every one)", "dim"))
+    return lines
+
+
+def _library_head(library: LibraryCheck) -> str:
     facts = library.facts
     unique = len(facts.scan.dynamic_unique_definitions)
-    head = (f"  {facts.identity}: {plural(unique, 'UNIQUE definition')}, "
+    return (f"  {facts.identity}: {plural(unique, 'UNIQUE definition')}, "
             f"{plural(facts.initializers, 'static initializer')}, "
             f"{plural(len(facts.exit_destructors), 'exit-time destructor')}")
-    lines = [head]
+
+
+def _library_summary(library: LibraryCheck, style: Styler) -> list[str]:
+    """The head line, then one line per level and rule: a count and the first few subjects."""
+    lines = [_library_head(library)]
+    groups: dict[tuple[str, str], list[Finding]] = defaultdict(list)
+    for finding in library.findings:
+        if not finding.baselined:
+            groups[(finding.level, finding.rule)].append(finding)
+    names = {s.name: s for s in library.facts.scan.dynamic_unique_definitions}
+    for (level, rule), findings in groups.items():
+        role = "bad" if level == "error" else "warn"
+        detail = _unique_kinds(findings, names) if rule == RULE_UNIQUE else ""
+        width = _EXAMPLE_WIDTH if rule in (RULE_UNIQUE, RULE_EXIT_DESTRUCTOR) else _NAME_WIDTH * 2
+        examples = ", ".join(shorten(_subject_name(f, names), width)
+                             for f in findings[:_SUMMARY_EXAMPLES])
+        more = ", ..." if len(findings) > _SUMMARY_EXAMPLES else ""
+        lines.append("    " + style(f"{level}: {rule}", role) + f": {len(findings)}{detail}: "
+                     + style(f"{examples}{more}", "dim"))
+    baselined = sum(1 for f in library.findings if f.baselined)
+    if baselined:
+        lines.append(style(f"    ({plural(baselined, 'finding')} in the baseline)", "dim"))
+    return lines
+
+
+def _unique_kinds(findings: list[Finding], names: dict[str, Any]) -> str:
+    kinds = Counter(names[f.subject].kind.replace("_", " ") for f in findings
+                    if f.subject in names)
+    if not kinds:
+        return ""
+    named = [f"{n} {kind}" for kind, n in kinds.most_common(2)]
+    return " (" + ", ".join(named) + (", ..." if len(kinds) > 2 else "") + ")"
+
+
+def _subject_name(finding: Finding, names: dict[str, Any]) -> str:
+    """What a finding is about, in few words: the symbol or object, else its message."""
+    symbol = names.get(finding.subject)
+    if symbol is not None:
+        return str(symbol.demangled)
+    if finding.rule == RULE_EXIT_DESTRUCTOR:
+        from elfpatch.demangle import demangle
+
+        return demangle(finding.subject)
+    return finding.message
+
+
+# Operators whose names hold angle brackets that open or close no template.
+_OPERATOR = re.compile(r"operator(<=>|<<=|>>=|<<|>>|<=|>=|->\*|->|<|>)")
+_LT, _GT = "\ue000", "\ue001"  # stand-ins for those brackets while templates are folded
+
+
+def shorten(name: str, width: int = _NAME_WIDTH) -> str:
+    """A C++ name a person can read: template arguments past the first level as ``…``,
+    then cut to ``width``."""
+    hidden = _OPERATOR.sub(lambda m: m.group(0).replace("<", _LT).replace(">", _GT), name)
+    out, depth = [], 0
+    for char in hidden:
+        if char == "<":
+            depth += 1
+            out.append("<" if depth == 1 else "…" if depth == 2 else "")
+        elif char == ">":
+            out.append(">" if depth == 1 else "")
+            depth = max(0, depth - 1)
+        elif depth <= 1:
+            out.append(char)
+    short = "".join(out).replace(_LT, "<").replace(_GT, ">")
+    return short if len(short) <= width else short[: width - 1] + "…"
+
+
+def _library_lines(library: LibraryCheck, style: Styler) -> list[str]:
+    lines = [_library_head(library)]
     for finding in library.findings:
         if finding.baselined:
             continue
@@ -76,13 +176,41 @@ def _library_lines(library: LibraryCheck, style: Styler) -> list[str]:
 
 
 def _verdict(result: CheckResult, style: Styler) -> str:
-    count = len(result.violations)
+    """The last line: the same verdict as ``result.passed`` and the exit code, and what next."""
     if result.errors:
         return style(f"check could not read {plural(len(result.errors), 'input')}", "bad")
-    if count:
-        return style(f"check FAILED: {plural(count, 'violation')}", "bad")
-    return style(f"check passed ({plural(len(result.libraries), 'library', 'libraries')})",
-                 "good")
+    if result.passed:
+        return style(f"check passed ({plural(len(result.libraries), 'library', 'libraries')})",
+                     "good")
+    reasons = []
+    if result.violations:
+        reasons.append(plural(len(result.violations), "violation"))
+    if result.clashes and result.clashes_fail:
+        reasons.append(plural(len(result.clashes), "UNIQUE clash", "UNIQUE clashes"))
+    return "\n".join([style(f"check FAILED: {', '.join(reasons)}", "bad"),
+                      *(f"  next: {step}" for step in next_steps(result))])
+
+
+def next_steps(result: CheckResult) -> list[str]:
+    """What a user can do about a failing check, most direct first."""
+    wheels = sorted({lib.facts.source.path for lib in result.libraries
+                     if lib.facts.source.member is not None
+                     and any(f.violation and f.rule == RULE_UNIQUE for f in lib.findings)})
+    steps = []
+    if wheels:
+        steps.append(f"elfpatch fix {' '.join(wheels[:3])}{' ...' if len(wheels) > 3 else ''} "
+                     "-w fixed/   (rewrite the UNIQUE bindings, then check fixed/*.whl)")
+    elif any(f.rule == RULE_UNIQUE for f in result.violations):
+        steps.append("elfpatch fix --in-place LIBRARY...   (or rebuild with -fno-gnu-unique)")
+    if result.violations:
+        steps.append('accept known symbols: allow = ["^regex on the demangled name"] under '
+                     "[tool.elfpatch] in pyproject.toml")
+        steps.append("or record today's findings: --baseline elfpatch-baseline.json "
+                     "--update-baseline (later runs fail only on new ones)")
+    if result.clashes and result.clashes_fail:
+        steps.append("a clash is two packages defining one UNIQUE symbol: fix one of them, or "
+                     'set unique = "warn"')
+    return steps
 
 
 def _finding(finding: Finding) -> dict[str, Any]:

@@ -45,6 +45,6 @@ def printable_document(value: Any) -> Any:
         return printable(value)
     if isinstance(value, dict):
         return {key: printable_document(item) for key, item in value.items()}
-    if isinstance(value, list):
+    if isinstance(value, (list, tuple)):
         return [printable_document(item) for item in value]
     return value

@@ -1,0 +1,139 @@
+"""elfpatch as a library: the four commands as functions that return data.
+
+Build backends, repair tools and notebooks call these instead of the
+command line, and the command line is built on them.  Each takes a path or
+an iterable of paths (``str`` or ``os.PathLike``), keeps no state between
+calls, and returns the frozen result the command line renders.
+
+Every problem with an input or an option is an ``ElfpatchError`` (``.path``,
+``.reason``, ``.hint``).  By default the first one is raised; with
+``keep_going=True`` the call goes on past unreadable inputs and returns
+them in the result's ``errors`` (``fix`` still writes nothing then).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeAlias
+
+from elfpatch.errors import ElfpatchError, UsageError
+
+if TYPE_CHECKING:
+    from elfpatch.analysis.check import CheckResult
+    from elfpatch.analysis.init_order import InitsResult
+    from elfpatch.analysis.unique import FileScan
+    from elfpatch.patch.fix import FixResult
+    from elfpatch.policy import Policy
+
+PathLike: TypeAlias = "str | os.PathLike[str]"
+Paths: TypeAlias = "PathLike | Iterable[PathLike]"
+
+
+@dataclass(frozen=True)
+class ScanReport:
+    """``scan``: one record per ELF file or wheel member, and the inputs that failed."""
+
+    files: tuple[FileScan, ...]
+    errors: tuple[ElfpatchError, ...]
+
+
+def path_list(paths: Paths) -> list[str]:
+    """One path or many, as strings; a lone string is one path, never its characters."""
+    if isinstance(paths, (str, os.PathLike)):
+        given = [os.fspath(paths)]
+    else:
+        try:
+            given = [os.fspath(path) for path in paths]
+        except TypeError as error:
+            raise UsageError("paths", f"expected a path or an iterable of paths ({error})") \
+                from None
+    if not given:
+        raise UsageError("paths", "no paths given")
+    return given
+
+
+def _raise_first(errors: Sequence[ElfpatchError], keep_going: bool) -> None:
+    if errors and not keep_going:
+        raise errors[0]
+
+
+def scan(paths: Paths, *, keep_going: bool = False) -> ScanReport:
+    """UNIQUE symbols of every ELF file, folder (recursively) and wheel under ``paths``."""
+    from elfpatch.runner import scan_paths
+
+    outcome = scan_paths(path_list(paths))
+    _raise_first(outcome.errors, keep_going)
+    return ScanReport(tuple(outcome.results), tuple(outcome.errors))
+
+
+def fix(paths: Paths, *, output: PathLike | None = None, in_place: bool = False,
+        mode: str = "local", only: str | None = None, exclude: str | None = None,
+        strict: bool = False, force: bool = False, dry_run: bool = False,
+        keep_going: bool = False) -> FixResult:
+    """Rewrite the UNIQUE bindings of ``paths``, analysed as one set.
+
+    Exactly one of ``output`` (a file, or a folder mirroring the inputs),
+    ``in_place`` and ``dry_run``.  All files are written, or none.
+    """
+    from elfpatch.patch.fix import fix_paths
+    from elfpatch.patch.plan import FixOptions
+
+    targets = (output is not None) + in_place
+    if targets > 1 or (targets == 0 and not dry_run):
+        raise UsageError("fix", "give exactly one of output= and in_place=True (or dry_run=True)")
+    options = FixOptions(mode, only, exclude, strict, force)
+    result = fix_paths(path_list(paths), options,
+                       None if output is None else os.fspath(output), dry_run)
+    _raise_first(result.errors, keep_going)
+    return result
+
+
+def inits(paths: Paths, *, closure: bool = False, sort_algorithm: int = 2,
+          follow_code: bool = True, keep_going: bool = False) -> InitsResult:
+    """Static initializers in run order and their risks; ``closure`` follows DT_NEEDED.
+
+    ``follow_code=False`` lists the initializers without reading their machine
+    code: fast, and no risks.
+    """
+    from elfpatch.analysis.init_order import analyse_closure, analyse_paths
+
+    given = path_list(paths)
+    if sort_algorithm not in (1, 2):
+        raise UsageError("sort_algorithm", f"{sort_algorithm!r} is not 1 or 2 "
+                         "(glibc.rtld.dynamic_sort)")
+    if closure:
+        if len(given) != 1:
+            raise UsageError("closure", "the closure takes exactly one root path")
+        if given[0].lower().endswith((".whl", ".zip")):
+            raise UsageError(given[0], "the closure starts from one ELF file, not a wheel",
+                             hint="unpack the wheel and give the library or program to start "
+                             "from (the loader resolves DT_NEEDED on disk)")
+        result = analyse_closure(given[0], sort_algorithm, follow_code=follow_code)
+    else:
+        result = analyse_paths(given, follow_code=follow_code)
+    _raise_first(result.errors, keep_going)
+    return result
+
+
+def check(paths: Paths, *, policy: Policy | None = None, config: PathLike | None = None,
+          baseline: PathLike | None = None, jobs: int = 1,
+          keep_going: bool = False) -> CheckResult:
+    """The CI gate: findings, violations and clashes of ``paths`` under a policy.
+
+    ``policy`` as given, else read from ``config`` (TOML with [tool.elfpatch]),
+    else from the nearest pyproject.toml; ``baseline`` lists known findings.
+    """
+    from elfpatch.analysis.check import read_baseline, run_check
+    from elfpatch.policy import load_policy
+
+    if policy is not None and config is not None:
+        raise UsageError("check", "give policy= or config=, not both")
+    if jobs < 1:
+        raise UsageError("jobs", f"{jobs!r} is not a positive number of processes")
+    chosen = policy or load_policy(None if config is None else os.fspath(config))
+    known = read_baseline(None if baseline is None else os.fspath(baseline))
+    result = run_check(path_list(paths), chosen, known, jobs)
+    _raise_first(result.errors, keep_going)
+    return result

@@ -1,0 +1,121 @@
+"""The Python API (``elfpatch.scan``, ``fix``, ``inits``, ``check``), used as a library.
+
+These tests use nothing but the package's top-level names, as a build
+backend or a notebook would; the README's example runs from a fresh,
+non-editable install.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from _fixbuild import VARIANTS, built_library
+
+import elfpatch
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def library() -> Path:
+    return built_library(VARIANTS["default"])
+
+
+def test_one_path_is_one_path_in_every_form(library: Path) -> None:
+    as_text = elfpatch.scan(str(library))
+    assert [f.path for f in as_text.files] == [str(library)]
+    assert elfpatch.scan(library).files == as_text.files
+    assert elfpatch.scan([library]).files == as_text.files
+    assert elfpatch.scan(p for p in [library]).files == as_text.files
+
+
+def test_a_one_letter_path_is_not_iterated(tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """"b.so" was taken as the paths "b", ".", "s", "o" ("." being the current folder)."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(elfpatch.ElfpatchError) as raised:
+        elfpatch.scan("b.so")
+    assert raised.value.path == "b.so"
+
+
+def test_errors_carry_the_path_and_the_reason(library: Path, tmp_path: Path) -> None:
+    missing = tmp_path / "missing.so"
+    with pytest.raises(elfpatch.ElfpatchError) as raised:
+        elfpatch.scan([library, missing])
+    assert (raised.value.path, raised.value.reason) == (str(missing), "no such file or directory")
+    report = elfpatch.scan([library, missing], keep_going=True)
+    assert len(report.files) == 1 and [e.path for e in report.errors] == [str(missing)]
+
+
+@pytest.mark.parametrize("options", [{"mode": "bogus"}, {"only": "("},
+                                     {"strict": True, "force": True}])
+def test_options_are_checked_when_given(options: dict[str, object], library: Path) -> None:
+    with pytest.raises(elfpatch.ElfpatchError):
+        elfpatch.fix(library, dry_run=True, **options)  # type: ignore[arg-type]
+
+
+def test_fix_writes_only_where_asked(library: Path, tmp_path: Path) -> None:
+    with pytest.raises(elfpatch.ElfpatchError):
+        elfpatch.fix(library)  # no output, no in_place, no dry_run
+    result = elfpatch.fix(library, output=tmp_path / "out.so")
+    assert [o.written for o in result.outcomes] == [True]
+    again = elfpatch.scan(tmp_path / "out.so")
+    assert again.files[0].dynamic_unique_definitions == ()
+
+
+def test_results_are_frozen(library: Path) -> None:
+    report = elfpatch.scan(library)
+    with pytest.raises(AttributeError):
+        report.files = ()  # type: ignore[misc]
+
+
+def test_the_closure_starts_from_an_elf_file(tmp_path: Path) -> None:
+    wheel = tmp_path / "pkg-1.0-py3-none-any.whl"
+    wheel.write_bytes(b"PK")
+    with pytest.raises(elfpatch.ElfpatchError) as raised:
+        elfpatch.inits(wheel, closure=True)
+    assert "not a wheel" in raised.value.reason
+
+
+def test_check_takes_a_policy_and_keeps_no_state(library: Path, tmp_path: Path) -> None:
+    first = elfpatch.check(library, config="/dev/null")
+    assert not first.passed
+    fixed = tmp_path / library.name
+    elfpatch.fix(library, output=fixed)
+    assert elfpatch.check(fixed, config="/dev/null").passed
+    shutil.copy(library, fixed)  # the same path, the old content: the old verdict
+    assert not elfpatch.check(fixed, config="/dev/null").passed
+
+
+def readme_example() -> str:
+    text = (ROOT / "README.md").read_text()
+    found = re.search(r"## Python API.*?```python\n(.*?)```", text, re.S)
+    assert found, "the README has a Python API example"
+    return found.group(1)
+
+
+def test_the_readme_example_runs_from_a_fresh_install(tmp_path: Path) -> None:
+    if not list(Path("/usr/lib").glob("*-linux-gnu/libstdc++.so.6")):
+        pytest.skip("the example scans the system's libstdc++.so.6, which is not here")
+    installed = tmp_path / "site"
+    # Built and installed anew into a folder of its own, not linked to the source
+    # tree; its dependencies come from this interpreter.
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
+                    "--no-build-isolation", "--target", str(installed), str(ROOT)],
+                   check=True, capture_output=True, timeout=300)
+    (tmp_path / "example.py").write_text(readme_example())
+    environment = {**os.environ, "PYTHONPATH": str(installed)}
+    run = subprocess.run([sys.executable, "example.py"], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=120, env=environment)
+    assert run.returncode == 0, run.stderr
+    assert "UNIQUE definitions" in run.stdout and "error: no-such-file.so" in run.stdout
+    where = subprocess.run([sys.executable, "-c", "import elfpatch; print(elfpatch.__file__)"],
+                           cwd=tmp_path, capture_output=True, text=True, check=True,
+                           env=environment).stdout
+    assert where.startswith(str(installed))  # the installed copy, not the checkout
