@@ -18,12 +18,13 @@ from elfpatch.errors import ElfpatchError
 
 __version__ = "0.1.0"
 
-__all__ = ["ElfpatchError", "ScanReport", "__version__", "check", "fix", "inits", "scan"]
+__all__ = ["ElfpatchError", "ScanReport", "__version__", "check", "fix", "inits",
+           "repair_wheels", "scan"]
 
 if TYPE_CHECKING:
-    from elfpatch.api import ScanReport, check, fix, inits, scan
+    from elfpatch.api import ScanReport, check, fix, inits, repair_wheels, scan
 
-_LAZY = {"scan", "fix", "inits", "check", "ScanReport"}
+_LAZY = {"scan", "fix", "repair_wheels", "inits", "check", "ScanReport"}
 
 
 def __getattr__(name: str) -> Any:

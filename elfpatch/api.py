@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from elfpatch.analysis.init_order import InitsResult
     from elfpatch.analysis.unique import FileScan
     from elfpatch.patch.fix import FixResult
+    from elfpatch.patch.wheel_fix import WheelsResult
     from elfpatch.policy import Policy
 
 PathLike: TypeAlias = "str | os.PathLike[str]"
@@ -86,6 +87,32 @@ def fix(paths: Paths, *, output: PathLike | None = None, in_place: bool = False,
     options = FixOptions(mode, only, exclude, strict, force)
     result = fix_paths(path_list(paths), options,
                        None if output is None else os.fspath(output), dry_run)
+    _raise_first(result.errors, keep_going)
+    return result
+
+
+def repair_wheels(wheels: Paths, wheel_dir: PathLike | None = None, *, mode: str = "local",
+                  only: str | None = None, exclude: str | None = None, strict: bool = False,
+                  force: bool = False, dry_run: bool = False,
+                  keep_going: bool = False) -> WheelsResult:
+    """``fix WHEEL -w wheel_dir``: each wheel's ELF members fixed as one set, RECORD rewritten.
+
+    Every wheel is written into ``wheel_dir`` (a wheel with nothing to fix
+    byte for byte), or none is; ``dry_run`` plans without a ``wheel_dir``.
+    """
+    from elfpatch.patch.plan import FixOptions
+    from elfpatch.patch.wheel_fix import fix_wheels
+
+    given = path_list(wheels)
+    if wheel_dir is None and not dry_run:
+        raise UsageError("wheel_dir", "a wheel is repaired into a folder: give wheel_dir= "
+                         "(or dry_run=True)")
+    for wheel in given:
+        if not wheel.endswith(".whl"):
+            raise UsageError(wheel, "repair_wheels takes wheels (*.whl)")
+    options = FixOptions(mode, only, exclude, strict, force)
+    result = fix_wheels(given, None if wheel_dir is None else os.fspath(wheel_dir), options,
+                        dry_run)
     _raise_first(result.errors, keep_going)
     return result
 

@@ -354,7 +354,7 @@ def check(paths: tuple[str, ...], config: str | None, output_format: str, verbos
     if environment:
         from elfpatch.environment import add_environment
 
-        add_environment(result, python or sys.executable, jobs)
+        result = add_environment(result, python or sys.executable, jobs)
     if update_baseline and baseline:
         write_baseline(baseline, result)
     _render_check(result, output_format, verbose)

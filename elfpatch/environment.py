@@ -6,6 +6,7 @@ carried CUB's UNIQUE caches, and loaded into one process they shared them.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 from pathlib import Path
@@ -62,8 +63,9 @@ def installed_libraries(python: str) -> dict[str, list[str]]:
     return listing
 
 
-def add_environment(result: CheckResult, python: str, jobs: int) -> None:
-    """Add the clashes between installed distributions, and between them and ``result``'s paths.
+def add_environment(result: CheckResult, python: str, jobs: int) -> CheckResult:
+    """``result`` with the clashes between installed distributions, and between them and
+    ``result``'s paths.
 
     Installed libraries are held to the clash rule only: they are what the
     build runs next to, not what it ships.  A wheel that is itself installed
@@ -77,6 +79,8 @@ def add_environment(result: CheckResult, python: str, jobs: int) -> None:
             if file not in package_of and has_elf_magic_file(Path(file)):
                 package_of[file] = distribution_key(distribution)
                 sources.append(ElfSource(file))
-    installed = gather_all(sources, False, jobs, result.errors)
+    errors = list(result.errors)
+    installed = gather_all(sources, False, jobs, errors)
     everything = [lib.facts for lib in result.libraries] + installed
-    result.clashes = find_clashes(everything, package_of)
+    return dataclasses.replace(result, clashes=tuple(find_clashes(everything, package_of)),
+                               errors=tuple(errors))

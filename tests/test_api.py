@@ -69,10 +69,31 @@ def test_fix_writes_only_where_asked(library: Path, tmp_path: Path) -> None:
     assert again.files[0].dynamic_unique_definitions == ()
 
 
-def test_results_are_frozen(library: Path) -> None:
-    report = elfpatch.scan(library)
-    with pytest.raises(AttributeError):
-        report.files = ()  # type: ignore[misc]
+def test_results_are_frozen(library: Path, wheel: Path) -> None:
+    import dataclasses
+
+    results = [elfpatch.scan(library), elfpatch.fix(library, dry_run=True),
+               elfpatch.inits(library), elfpatch.check(library, config="/dev/null"),
+               elfpatch.repair_wheels(wheel, dry_run=True)]
+    for result in results:
+        for field in dataclasses.fields(result):
+            value = getattr(result, field.name)
+            with pytest.raises(dataclasses.FrozenInstanceError):
+                setattr(result, field.name, value)
+            assert not isinstance(value, (list, dict, set)), (type(result), field.name)
+
+
+def test_wheels_are_repaired_through_the_api(wheel: Path, tmp_path: Path) -> None:
+    with pytest.raises(elfpatch.ElfpatchError):
+        elfpatch.repair_wheels(wheel)  # where to?
+    fixed = tmp_path / "fixed"
+    fixed.mkdir()
+    shutil.copy(wheel, fixed / wheel.name)  # an old build where the repaired one will go
+    assert not elfpatch.check(fixed / wheel.name, config="/dev/null").passed
+    result = elfpatch.repair_wheels(wheel, fixed)
+    assert [w.written for w in result.wheels] == [True]
+    # Checked, repaired over, checked again in one process: the new wheel's verdict.
+    assert elfpatch.check(fixed / wheel.name, config="/dev/null").passed
 
 
 def test_the_closure_starts_from_an_elf_file(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ must agree with its test cases.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 from collections.abc import Iterable
@@ -142,7 +143,7 @@ def warnings(count: int) -> list[tuple[str, str, str, str]]:
 
 
 def result_of(*libraries: LibraryCheck, policy: Policy | None = None) -> CheckResult:
-    return CheckResult(policy or Policy(), list(libraries))
+    return CheckResult(policy or Policy(), libraries)
 
 
 def expected_annotations(result: CheckResult) -> list[WorkflowCommand]:
@@ -179,7 +180,7 @@ AWKWARD_TEXT = st.text(st.characters(exclude_categories=("Cs",)), min_size=1, ma
 def test_github_round_trips_awkward_text(path: str, member: str, message: str,
                                          reason: str) -> None:
     result = result_of(library(path, member, [(RULE_UNIQUE, "_Zx", message, "error")]))
-    result.errors.append(InputError(path, reason))
+    result = dataclasses.replace(result, errors=(InputError(path, reason),))
     commands = read_commands(render_github(result))
     assert commands == [
         WorkflowCommand("error", {"file": path, "title": f"elfpatch unique in {member}"},
@@ -241,7 +242,7 @@ def test_more_groups_than_github_shows_end_in_one_naming_the_rest() -> None:
 def test_a_clash_is_annotated_as_the_policy_judges_it() -> None:
     clash = Clash("_ZN1a1bE", "a::b", (("a-1.0.whl", "a/x.so"), ("b-2.0.whl", "b/y.so")))
     for level, policy in (("error", Policy()), ("warning", Policy(unique="warn"))):
-        result = CheckResult(policy, clashes=[clash])
+        result = CheckResult(policy, clashes=(clash,))
         (command,) = read_commands(render_github(result))
         assert command.name == level and "file" not in command.properties
         assert command.message.startswith("a::b is STB_GNU_UNIQUE in a/x.so (a-1.0.whl), "
@@ -333,8 +334,9 @@ def test_junit_with_awkward_names_clashes_and_inputs(schema: xmlschema.XMLSchema
     result = result_of(library("dist/a&b.whl", member,
                                [(RULE_UNIQUE, "_Zx", "line one\nline \x1b two", "error")]),
                        library("plain/libfoo.so", None, warnings(1)))
-    result.clashes.append(Clash("_ZN1a1bE", "a::b", (("a.whl", "a/x.so"), ("b.whl", "b/y.so"))))
-    result.errors.append(InputError("dist/broken.whl", "not a zip file"))
+    result = dataclasses.replace(
+        result, clashes=(Clash("_ZN1a1bE", "a::b", (("a.whl", "a/x.so"), ("b.whl", "b/y.so"))),),
+        errors=(InputError("dist/broken.whl", "not a zip file"),))
     document = render_junit(result)
     schema.validate(document)
     cases = {(c.suite, c.name): c for c in read_like_gitlab(document)}

@@ -13,7 +13,7 @@ import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from elfpatch.analysis.unique import FileScan, scan_elf
@@ -82,12 +82,12 @@ class Clash:
     defined_by: tuple[tuple[str, str], ...]  # (package, library)
 
 
-@dataclass
+@dataclass(frozen=True)
 class CheckResult:
     policy: Policy
-    libraries: list[LibraryCheck] = field(default_factory=list)
-    clashes: list[Clash] = field(default_factory=list)
-    errors: list[ElfpatchError] = field(default_factory=list)
+    libraries: tuple[LibraryCheck, ...] = ()
+    clashes: tuple[Clash, ...] = ()
+    errors: tuple[ElfpatchError, ...] = ()
 
     @property
     def findings(self) -> list[Finding]:
@@ -252,22 +252,22 @@ def write_baseline(path: str, result: CheckResult) -> None:
 
 def run_check(paths: Iterable[str], policy: Policy, baseline: set[str], jobs: int = 1,
               need_effects: bool = True, progress: Progress | None = None) -> CheckResult:
-    result = CheckResult(policy)
+    errors: list[ElfpatchError] = []
     sources: list[ElfSource] = []
     for item in expand(paths):
         if isinstance(item, ElfpatchError):
-            result.errors.append(item)
+            errors.append(item)
         else:
             sources.append(item)
     need_effects = need_effects and (policy.exit_time_destructors != "ignore"
                                      or policy.init_order != "ignore"
                                      or policy.destruction_order != "ignore")
-    facts = gather_all(sources, need_effects, jobs, result.errors, progress)
-    result.libraries = [judge(f, policy, baseline) for f in facts]
+    facts = gather_all(sources, need_effects, jobs, errors, progress)
     packages = {package_of_source(s) for s in sources if s.member is not None}
-    if len(packages) > 1:
-        result.clashes = find_clashes(facts, {s.path: package_of_source(s) for s in sources})
-    return result
+    clashes = find_clashes(facts, {s.path: package_of_source(s) for s in sources}) \
+        if len(packages) > 1 else []
+    return CheckResult(policy, tuple(judge(f, policy, baseline) for f in facts),
+                       tuple(clashes), tuple(errors))
 
 
 def gather_all(sources: list[ElfSource], need_effects: bool, jobs: int,

@@ -78,12 +78,12 @@ class ClosureEntry:
     soname: str | None
 
 
-@dataclass
+@dataclass(frozen=True)
 class InitsResult:
-    objects: list[ObjectReport]
-    closure: list[ClosureEntry] | None
-    missing: list[tuple[str, str]]  # (needed name, requested by) not found
-    errors: list[ElfpatchError]
+    objects: tuple[ObjectReport, ...]
+    closure: tuple[ClosureEntry, ...] | None
+    missing: tuple[tuple[str, str], ...]  # (needed name, requested by) not found
+    errors: tuple[ElfpatchError, ...]
 
 
 @dataclass(frozen=True)
@@ -292,7 +292,7 @@ def _coverage(analysed: list[AnalysedInitializer], exit_code: dict[int, Effects]
 def analyse_paths(paths: Iterable[str], follow_code: bool = True) -> InitsResult:
     outcome = run_per_file(paths, lambda source, elf: analyse_object_fully(
         elf, source.path, source.member, follow_code=follow_code).report)
-    return InitsResult(outcome.results, None, [], outcome.errors)
+    return InitsResult(tuple(outcome.results), None, (), tuple(outcome.errors))
 
 
 def analyse_closure(root: str, sort_algorithm: int, follow_code: bool = True) -> InitsResult:
@@ -324,7 +324,7 @@ def analyse_closure(root: str, sort_algorithm: int, follow_code: bool = True) ->
                for r in reports]
     entries = [ClosureEntry(str(o.path), o.soname) for o in closure.objects]
     missing = [(m.name, str(m.requested_by)) for m in closure.missing]
-    return InitsResult(reports, entries, missing, errors)
+    return InitsResult(tuple(reports), tuple(entries), tuple(missing), tuple(errors))
 
 
 def _exported_definitions(elf: ElfFile) -> frozenset[str]:

@@ -41,11 +41,13 @@ class LibraryOutcome:
     written: bool  # False when nothing changed in place, with --dry-run, or when interrupted
 
 
-@dataclass
+@dataclass(frozen=True)
 class FixResult:
+    """What ``fix`` planned, wrote and could not do; made once, at the end."""
+
     plan: FixPlan | None = None
-    outcomes: list[LibraryOutcome] = field(default_factory=list)
-    errors: list[ElfpatchError] = field(default_factory=list)
+    outcomes: tuple[LibraryOutcome, ...] = ()
+    errors: tuple[ElfpatchError, ...] = ()
     interrupted: bool = False  # Ctrl-C (or SIGTERM): ``outcomes`` say what was written
 
     @property
@@ -224,32 +226,29 @@ def fix_paths(paths: Iterable[str], options: FixOptions, output: str | None,
               dry_run: bool = False) -> FixResult:
     """Fix every ELF file under ``paths`` as one set: all are written, or none."""
     sources, errors = _sources(paths)
-    result = FixResult(errors=errors)
     if errors:
-        return result  # never write part of a set whose other members could not be read
+        return FixResult(errors=tuple(errors))  # never write part of an unreadable set
     try:
         where = destinations(sources, output)
     except ElfpatchError as error:
-        result.errors.append(error)
-        return result
-    errors.extend(_collisions(where) + _unwritable(where))
+        return FixResult(errors=(error,))
+    errors = _collisions(where) + _unwritable(where)
     if errors:
-        return result
+        return FixResult(errors=tuple(errors))
     planned = plan_inputs([FixInput(s.path, Path(s.path)) for s in sources], options)
-    result.plan, result.errors = planned.plan, planned.errors
-    if result.errors or result.refused:
-        return result
+    if planned.errors or planned.refused:
+        return FixResult(planned.plan, errors=tuple(planned.errors))
     if dry_run:
-        result.outcomes = [LibraryOutcome(plan, item.label, None, False)
-                           for item, plan in planned.pairs()]
-        return result
-    _write_set(planned, where, result)
-    return result
+        return FixResult(planned.plan, tuple(LibraryOutcome(plan, item.label, None, False)
+                                             for item, plan in planned.pairs()))
+    return _write_set(planned, where)
 
 
-def _write_set(planned: SetPlan, where: dict[str, Path], result: FixResult) -> None:
+def _write_set(planned: SetPlan, where: dict[str, Path]) -> FixResult:
     """Stage and verify every file, then rename them all; on any error, none."""
     staged: dict[str, Path] = {}
+    errors: list[ElfpatchError] = []
+    interrupted = False
     with Staging() as staging:
         try:
             for item, plan in planned.pairs():
@@ -260,19 +259,19 @@ def _write_set(planned: SetPlan, where: dict[str, Path], result: FixResult) -> N
                     staged[item.label] = destination
             staging.commit()
         except ElfpatchError as error:
-            result.errors.append(error)
+            errors.append(error)
         except OSError as error:
-            result.errors.append(InputError(str(error.filename or "output"),
-                                            f"cannot write: {error.strerror or error}"))
+            errors.append(InputError(str(error.filename or "output"),
+                                     f"cannot write: {error.strerror or error}"))
         except KeyboardInterrupt:
-            result.interrupted = True
+            interrupted = True
         written = set(staging.committed)
-    if result.errors and not written:
-        return
-    result.outcomes = [
-        LibraryOutcome(plan, item.label, str(where[item.label]),
-                       staged.get(item.label) in written)
-        for item, plan in planned.pairs()]
+    if errors and not written:
+        return FixResult(planned.plan, errors=tuple(errors))
+    outcomes = tuple(LibraryOutcome(plan, item.label, str(where[item.label]),
+                                    staged.get(item.label) in written)
+                     for item, plan in planned.pairs())
+    return FixResult(planned.plan, outcomes, tuple(errors), interrupted)
 
 
 def _needs_writing(item: FixInput, plan: LibraryPlan, destination: Path) -> bool:

@@ -112,7 +112,9 @@ class MemberFix:
 
 
 @dataclass
-class WheelFixResult:
+class _WheelRecord:
+    """What one wheel's repair has come to so far (filled in as its job runs)."""
+
     wheel: str
     destination: str | None  # where the repaired wheel goes (None for --dry-run, failures)
     status: str = STATUS_FAILED
@@ -127,15 +129,39 @@ class WheelFixResult:
     def refused(self) -> bool:
         return bool(self.plan and self.plan.refusals)
 
+    def result(self) -> WheelFixResult:
+        return WheelFixResult(self.wheel, self.destination, self.status, self.written,
+                              self.plan, tuple(self.members), tuple(self.errors),
+                              self.size_before, self.size_after)
+
+
+@dataclass(frozen=True)
+class WheelFixResult:
+    """One wheel: what became of it, its ELF members' plans, and why it failed."""
+
+    wheel: str
+    destination: str | None  # where the repaired wheel goes (None for --dry-run, failures)
+    status: str
+    written: bool  # renamed into place (all wheels of a run are, or none)
+    plan: FixPlan | None
+    members: tuple[MemberFix, ...]
+    errors: tuple[ElfpatchError, ...]
+    size_before: int
+    size_after: int | None
+
+    @property
+    def refused(self) -> bool:
+        return bool(self.plan and self.plan.refusals)
+
     @property
     def changed_members(self) -> list[str]:
         return [m.member for m in self.members if m.changed]
 
 
-@dataclass
+@dataclass(frozen=True)
 class WheelsResult:
-    wheels: list[WheelFixResult] = field(default_factory=list)
-    errors: list[ElfpatchError] = field(default_factory=list)  # the run's and every wheel's
+    wheels: tuple[WheelFixResult, ...] = ()
+    errors: tuple[ElfpatchError, ...] = ()  # the run's and every wheel's
     interrupted: bool = False
 
     @property
@@ -146,24 +172,25 @@ class WheelsResult:
 def fix_wheels(wheels: list[str], out_dir: str | None, options: FixOptions,
                dry_run: bool = False, progress: Progress | None = None) -> WheelsResult:
     """Repair every wheel into ``out_dir``: all are renamed into place, or none."""
-    result = WheelsResult()
     destinations = {wheel: Path(out_dir or ".") / Path(wheel).name for wheel in wheels}
-    result.errors.extend(_destination_errors(destinations, out_dir, dry_run))
-    if result.errors:
-        return result
+    errors = _destination_errors(destinations, out_dir, dry_run)
+    if errors:
+        return WheelsResult(errors=tuple(errors))
+    records: list[_WheelRecord] = []
+    interrupted = False
     scratch_dir = existing_folder(Path(out_dir)) if out_dir else Path(tempfile.gettempdir())
     with Staging() as staging:
         try:
             for wheel in wheels:
                 job = _WheelJob(Path(wheel), None if dry_run else destinations[wheel], options,
                                 staging, scratch_dir, progress or _silent)
-                result.wheels.append(job.run())
-                result.errors.extend(result.wheels[-1].errors)
-            if not dry_run and not result.errors and not result.refused:
-                _commit(staging, result)
+                records.append(job.run())
+                errors.extend(records[-1].errors)
+            if not dry_run and not errors and not any(r.refused for r in records):
+                _commit(staging, records, errors)
         except KeyboardInterrupt:
-            result.interrupted = True
-    return result
+            interrupted = True
+    return WheelsResult(tuple(r.result() for r in records), tuple(errors), interrupted)
 
 
 def _silent(_text: str) -> None:
@@ -190,18 +217,18 @@ def _destination_errors(destinations: dict[str, Path], out_dir: str | None,
     return errors
 
 
-def _commit(staging: Staging, result: WheelsResult) -> None:
+def _commit(staging: Staging, records: list[_WheelRecord], errors: list[ElfpatchError]) -> None:
     """Rename every staged wheel into place; ``written`` says which were, whatever happens
     (an interrupt held back during the renames arrives right after them)."""
     try:
         staging.commit()
     except OSError as error:
-        result.errors.append(InputError(str(error.filename or "output"),
-                                        f"cannot write: {error.strerror or error}"))
+        errors.append(InputError(str(error.filename or "output"),
+                                 f"cannot write: {error.strerror or error}"))
     finally:
         committed = {str(path) for path in staging.committed}
-        for wheel in result.wheels:
-            wheel.written = wheel.destination in committed
+        for record in records:
+            record.written = record.destination in committed
 
 
 # -- one wheel ------------------------------------------------------------------------
@@ -229,10 +256,10 @@ class _WheelJob:
         self.wheel, self.destination, self.options = wheel, destination, options
         self.staging, self.scratch_dir = staging, scratch_dir
         self.progress = lambda text: progress(f"{wheel.name}: {text}")
-        self.result = WheelFixResult(str(wheel), str(destination) if destination else None)
+        self.result = _WheelRecord(str(wheel), str(destination) if destination else None)
         self._scratch: list[ScratchFile] = []
 
-    def run(self) -> WheelFixResult:
+    def run(self) -> _WheelRecord:
         try:
             with open_archive(self.wheel) as archive:
                 self.result.size_before = archive.size
