@@ -106,15 +106,31 @@ def _library_summary(library: LibraryCheck, style: Styler) -> list[str]:
         role = "bad" if level == "error" else "warn"
         detail = _unique_kinds(findings, names) if rule == RULE_UNIQUE else ""
         width = _EXAMPLE_WIDTH if rule in (RULE_UNIQUE, RULE_EXIT_DESTRUCTOR) else _NAME_WIDTH * 2
-        examples = ", ".join(shorten(_subject_name(f, names), width)
-                             for f in findings[:_SUMMARY_EXAMPLES])
-        more = ", ..." if len(findings) > _SUMMARY_EXAMPLES else ""
-        lines.append("    " + style(f"{level}: {rule}", role) + f": {len(findings)}{detail}: "
-                     + style(f"{examples}{more}", "dim"))
+        named = _distinct_names(findings, names, width)
+        examples = ", ".join(named[:_SUMMARY_EXAMPLES])
+        more = ", ..." if len(named) > _SUMMARY_EXAMPLES else ""
+        lines.append("    " + style(f"{level}: {rule}", role) + f": {len(findings)}{detail}"
+                     + (": " + style(f"{examples}{more}", "dim") if examples else ""))
     baselined = sum(1 for f in library.findings if f.baselined)
     if baselined:
         lines.append(style(f"    ({plural(baselined, 'finding')} in the baseline)", "dim"))
     return lines
+
+
+# What the analysis says of an object it could not name: no example to show.
+_UNNAMED = "an object"
+
+
+def _distinct_names(findings: list[Finding], names: dict[str, Any], width: int) -> list[str]:
+    """The findings' subjects, shortened, each once, leaving out the ones without a name."""
+    seen: dict[str, None] = {}
+    for finding in findings:
+        name = shorten(_subject_name(finding, names), width)
+        if name != _UNNAMED:
+            seen.setdefault(name)
+        if len(seen) > _SUMMARY_EXAMPLES:
+            break
+    return list(seen)
 
 
 def _unique_kinds(findings: list[Finding], names: dict[str, Any]) -> str:
