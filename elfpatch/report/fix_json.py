@@ -5,22 +5,28 @@ from __future__ import annotations
 from typing import Any
 
 from elfpatch.patch.fix import FixResult, LibraryOutcome
-from elfpatch.patch.plan import Refusal
+from elfpatch.patch.plan import LibraryPlan, Refusal
 from elfpatch.report.scan_json import SCHEMA_VERSION, error_record, printable_document
 
 
-def _library(outcome: LibraryOutcome) -> dict[str, Any]:
-    plan = outcome.plan
+def _plan_records(plan: LibraryPlan) -> dict[str, Any]:
+    """A library's planned changes and skipped symbols, as files and wheel members show them."""
     return {
-        "path": outcome.source,
-        "destination": outcome.destination,
-        "written": outcome.written,
         "changes": [
             {"table": c.table, "index": c.index, "name": c.name, "demangled": c.demangled,
              "from": "UNIQUE", "to": c.target, "reason": c.reason}
             for c in plan.changes
         ],
         "skipped": [{"table": c.table, "index": c.index, "name": c.name} for c in plan.skipped],
+    }
+
+
+def _library(outcome: LibraryOutcome) -> dict[str, Any]:
+    return {
+        "path": outcome.source,
+        "destination": outcome.destination,
+        "written": outcome.written,
+        **_plan_records(outcome.plan),
     }
 
 
@@ -73,14 +79,4 @@ def _wheel(wheel: Any) -> dict[str, Any]:
 
 
 def _member(member: Any) -> dict[str, Any]:
-    plan = member.plan
-    return {
-        "member": member.member,
-        "changed": member.changed,
-        "changes": [
-            {"table": c.table, "index": c.index, "name": c.name, "demangled": c.demangled,
-             "from": "UNIQUE", "to": c.target, "reason": c.reason}
-            for c in plan.changes
-        ],
-        "skipped": [{"table": c.table, "index": c.index, "name": c.name} for c in plan.skipped],
-    }
+    return {"member": member.member, "changed": member.changed, **_plan_records(member.plan)}
