@@ -2,7 +2,8 @@
 
 A corrupt file is reported as one error and the others are still analysed;
 an unexpected exception while parsing a file is turned into a
-``CorruptElfError`` for that file (the CLI's ``--traceback`` re-raises it).
+``CorruptElfError`` for that file, which keeps the traceback as text (the
+CLI's ``--traceback`` prints it).
 """
 
 from __future__ import annotations
