@@ -169,7 +169,7 @@ def fix(paths: tuple[str, ...], output: str | None, in_place: bool, wheel_dir: s
         _echo(render_fix(result, make_styler(color_wanted()), dry_run), nl=False)
     _emit_errors(result.errors)
     if result.interrupted:
-        _emit_interruption(result)
+        _emit_interruption([(o.destination, o.written) for o in result.outcomes])
         sys.exit(ExitCode.INTERRUPTED)
     if result.errors:
         sys.exit(ExitCode.BAD_INPUT)
@@ -187,12 +187,12 @@ def _terminate_as_interrupt() -> None:
     signal.signal(signal.SIGTERM, interrupt)
 
 
-def _emit_interruption(result: Any) -> None:
-    """After Ctrl-C: which files now hold the fix and which are as they were."""
-    written = [o.destination for o in result.outcomes if o.written]
-    left = [o.destination for o in result.outcomes if not o.written]
+def _emit_interruption(outcomes: list[tuple[str | None, bool]]) -> None:
+    """After Ctrl-C: which outputs now hold the fix and which are as they were."""
+    written = [destination for destination, done in outcomes if done]
+    left = [destination for destination, done in outcomes if not done]
     _echo(f"elfpatch: interrupted: {len(written)} written, {len(left)} left as they were",
-               err=True)
+          err=True)
     for destination in written:
         _echo(f"  written: {destination}", err=True)
     for destination in left:
@@ -228,11 +228,7 @@ def _fix_wheels(paths: tuple[str, ...], wheel_dir: str | None, options: Any, dry
         _echo(render_wheels(result, make_styler(color_wanted()), dry_run), nl=False)
     _emit_errors(result.errors)
     if result.interrupted:
-        written = [w.destination for w in result.wheels if w.written]
-        _echo(f"elfpatch: interrupted: {len(written)} of {len(paths)} wheels written",
-              err=True)
-        for destination in written:
-            _echo(f"  written: {destination}", err=True)
+        _emit_interruption([(w.destination or w.wheel, w.written) for w in result.wheels])
         sys.exit(ExitCode.INTERRUPTED)
     if result.errors:
         sys.exit(ExitCode.BAD_INPUT)
@@ -355,16 +351,14 @@ def check(paths: tuple[str, ...], config: str | None, output_format: str, verbos
         from elfpatch.environment import add_environment
 
         result = add_environment(result, python or sys.executable, jobs)
-    if update_baseline and baseline:
-        write_baseline(baseline, result)
+    recorded = write_baseline(baseline, result) if update_baseline and baseline else None
     _render_check(result, output_format, verbose)
     _emit_errors(result.errors)
     if result.errors:
         sys.exit(ExitCode.BAD_INPUT)
-    if update_baseline and baseline:
-        recorded = sum(1 for f in result.findings if f.level == "error")
+    if recorded is not None:
         _echo(f"elfpatch: recorded {recorded} error findings in {baseline}; later runs "
-                   f"with --baseline {baseline} fail only on new ones", err=True)
+              f"with --baseline {baseline} fail only on new ones", err=True)
         sys.exit(ExitCode.OK)
     sys.exit(ExitCode.OK if result.passed else ExitCode.FINDINGS)
 

@@ -80,6 +80,18 @@ def expand(paths: Iterable[str]) -> Iterator[ElfSource | ElfpatchError]:
             yield error
 
 
+def split_sources(paths: Iterable[str]) -> tuple[list[ElfSource], list[ElfpatchError]]:
+    """``expand``'s inputs, apart from the paths that had none."""
+    sources: list[ElfSource] = []
+    errors: list[ElfpatchError] = []
+    for item in expand(paths):
+        if isinstance(item, ElfpatchError):
+            errors.append(item)
+        else:
+            sources.append(item)
+    return sources, errors
+
+
 def _expand_one(path: Path,
                 seen: set[tuple[int, int]]) -> Iterator[ElfSource | ElfpatchError]:
     if not path.exists():

@@ -19,7 +19,7 @@ from pathlib import Path
 from elfpatch.analysis.unique import FileScan, scan_elf
 from elfpatch.elf.file import ElfFile
 from elfpatch.errors import ElfpatchError, InputError
-from elfpatch.inputs import ElfSource, expand, open_source
+from elfpatch.inputs import ElfSource, open_source, split_sources
 from elfpatch.policy import Policy
 from elfpatch.regular_file import read_regular_text, write_regular_text
 
@@ -241,24 +241,19 @@ def read_baseline(path: str | None) -> set[str]:
                          hint="write one with --update-baseline") from None
 
 
-def write_baseline(path: str, result: CheckResult) -> None:
-    """Write the error findings' keys to ``path``, creating it if needed."""
+def write_baseline(path: str, result: CheckResult) -> int:
+    """Write the error findings' keys to ``path``, creating it if needed; how many."""
     keys = sorted({f.key for f in result.findings if f.level == "error"})
     try:
         write_regular_text(path, json.dumps({"version": 1, "findings": keys}, indent=2) + "\n")
     except OSError as error:
         raise InputError(path, f"cannot write the baseline: {error.strerror or error}") from None
+    return len(keys)
 
 
 def run_check(paths: Iterable[str], policy: Policy, baseline: set[str], jobs: int = 1,
               need_effects: bool = True, progress: Progress | None = None) -> CheckResult:
-    errors: list[ElfpatchError] = []
-    sources: list[ElfSource] = []
-    for item in expand(paths):
-        if isinstance(item, ElfpatchError):
-            errors.append(item)
-        else:
-            sources.append(item)
+    sources, errors = split_sources(paths)
     need_effects = need_effects and (policy.exit_time_destructors != "ignore"
                                      or policy.init_order != "ignore"
                                      or policy.destruction_order != "ignore")

@@ -25,7 +25,7 @@ from elfpatch.errors import (
     UnsupportedElfError,
     malformed,
 )
-from elfpatch.inputs import ElfSource, expand
+from elfpatch.inputs import ElfSource, split_sources
 from elfpatch.patch.plan import Candidate, FixOptions, FixPlan, LibraryPlan, plan_library
 from elfpatch.patch.rewrite import plan_edits
 from elfpatch.patch.staging import ScratchFile, Staging, existing_folder
@@ -155,16 +155,11 @@ def write_patched_input(item: FixInput, plan: LibraryPlan, target: ScratchFile) 
 # -- files on disk -------------------------------------------------------------
 
 def _sources(paths: Iterable[str]) -> tuple[list[ElfSource], list[ElfpatchError]]:
-    sources, errors = [], []
-    for item in expand(paths):
-        if isinstance(item, ElfpatchError):
-            errors.append(item)
-        elif item.member is not None:
-            errors.append(InputError(item.label, "a wheel is repaired as a whole",
-                                     hint="elfpatch fix WHEEL -w OUTDIR"))
-        else:
-            sources.append(item)
-    return sources, errors
+    """The files to fix; a wheel's members are not files (wheels are repaired with -w)."""
+    found, errors = split_sources(paths)
+    errors += [InputError(s.label, "a wheel is repaired as a whole",
+                          hint="elfpatch fix WHEEL -w OUTDIR") for s in found if s.member]
+    return [s for s in found if s.member is None], errors
 
 
 def destinations(sources: list[ElfSource], output: str | None) -> dict[str, Path]:

@@ -111,10 +111,7 @@ def _library_summary(library: LibraryCheck, style: Styler) -> list[str]:
         more = ", ..." if len(named) > _SUMMARY_EXAMPLES else ""
         lines.append("    " + style(f"{level}: {rule}", role) + f": {len(findings)}{detail}"
                      + (": " + style(f"{examples}{more}", "dim") if examples else ""))
-    baselined = sum(1 for f in library.findings if f.baselined)
-    if baselined:
-        lines.append(style(f"    ({plural(baselined, 'finding')} in the baseline)", "dim"))
-    return lines
+    return lines + _baselined_line(library, style)
 
 
 # What the analysis says of an object it could not name: no example to show.
@@ -131,6 +128,12 @@ def _distinct_names(findings: list[Finding], names: dict[str, Any], width: int) 
         if len(seen) > _SUMMARY_EXAMPLES:
             break
     return list(seen)
+
+
+def _baselined_line(library: LibraryCheck, style: Styler) -> list[str]:
+    baselined = sum(1 for f in library.findings if f.baselined)
+    return [style(f"    ({plural(baselined, 'finding')} in the baseline)", "dim")] \
+        if baselined else []
 
 
 def _unique_kinds(findings: list[Finding], names: dict[str, Any]) -> str:
@@ -185,10 +188,7 @@ def _library_lines(library: LibraryCheck, style: Styler) -> list[str]:
         role = "bad" if finding.level == "error" else "warn"
         lines.append("    " + style(f"{finding.level}: {finding.rule}", role) +
                      f": {finding.message}")
-    baselined = sum(1 for f in library.findings if f.baselined)
-    if baselined:
-        lines.append(style(f"    ({plural(baselined, 'finding')} in the baseline)", "dim"))
-    return lines
+    return lines + _baselined_line(library, style)
 
 
 def _verdict(result: CheckResult, style: Styler) -> str:
