@@ -204,34 +204,29 @@ class Staging:
         It is made in the nearest folder that exists: the destination's own
         folders are created only by the commit, so a run that fails creates none.
         """
-        _ensure_descriptors(len(self._outputs) + len(self._scratch) + 1, destination)
-        directory = existing_folder(destination.parent)
-        self._sweep(directory)
-        descriptor = _create_anonymous(directory)
-        if descriptor is not None:
-            path = _proc_fd_path(descriptor)
-            assert path is not None
-            staged = StagedOutput(descriptor, path, None, destination, keep_links)
-        else:
-            descriptor, name = _create_named(directory, destination.name)
-            staged = StagedOutput(descriptor, name, name, destination, keep_links)
+        descriptor, path, name = self._new_file(existing_folder(destination.parent),
+                                                destination.name)
+        staged = StagedOutput(descriptor, path, name, destination, keep_links)
         self._outputs.append(staged)
         return staged
 
     def scratch(self, directory: Path) -> ScratchFile:
         """A temporary file in ``directory``'s file system, removed when the run ends."""
+        scratch = ScratchFile(*self._new_file(directory, "scratch"))
+        self._scratch.append(scratch)
+        return scratch
+
+    def _new_file(self, directory: Path, stem: str) -> tuple[int, Path, Path | None]:
+        """(descriptor, a path that opens it, its name on disk or None when anonymous)."""
         _ensure_descriptors(len(self._outputs) + len(self._scratch) + 1, directory)
         self._sweep(directory)
         descriptor = _create_anonymous(directory)
         if descriptor is not None:
             path = _proc_fd_path(descriptor)
             assert path is not None
-            scratch = ScratchFile(descriptor, path)
-        else:
-            descriptor, name = _create_named(directory, "scratch")
-            scratch = ScratchFile(descriptor, name, name)
-        self._scratch.append(scratch)
-        return scratch
+            return descriptor, path, None
+        descriptor, name = _create_named(directory, stem)
+        return descriptor, name, name
 
     def commit(self) -> list[Path]:
         """Rename every output over its destination, in the order they were made."""
