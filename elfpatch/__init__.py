@@ -14,8 +14,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from elfpatch.errors import ElfpatchError
-
 __version__ = "0.1.0"
 
 __all__ = ["ElfpatchError", "ScanReport", "__version__", "check", "fix", "inits",
@@ -23,11 +21,18 @@ __all__ = ["ElfpatchError", "ScanReport", "__version__", "check", "fix", "inits"
 
 if TYPE_CHECKING:
     from elfpatch.api import ScanReport, check, fix, inits, repair_wheels, scan
+    from elfpatch.errors import ElfpatchError
 
 _LAZY = {"scan", "fix", "repair_wheels", "inits", "check", "ScanReport"}
 
 
 def __getattr__(name: str) -> Any:
+    # Nothing is imported with the package itself: the console script's first
+    # statement (which answers Ctrl-C) runs as soon as possible.
+    if name == "ElfpatchError":
+        from elfpatch.errors import ElfpatchError
+
+        return ElfpatchError
     if name in _LAZY:
         from elfpatch import api
 

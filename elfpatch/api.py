@@ -24,9 +24,9 @@ if TYPE_CHECKING:
     from elfpatch.analysis.check import CheckResult
     from elfpatch.analysis.init_order import InitsResult
     from elfpatch.analysis.unique import FileScan
-    from elfpatch.patch.fix import FixResult
-    from elfpatch.patch.wheel_fix import WheelsResult
     from elfpatch.policy import Policy
+    from elfpatch.service.fix import FixResult
+    from elfpatch.service.wheel_fix import WheelsResult
 
 PathLike: TypeAlias = "str | os.PathLike[str]"
 Paths: TypeAlias = "PathLike | Iterable[PathLike]"
@@ -62,7 +62,7 @@ def _raise_first(errors: Sequence[ElfpatchError], keep_going: bool) -> None:
 
 def scan(paths: Paths, *, keep_going: bool = False) -> ScanReport:
     """UNIQUE symbols of every ELF file, folder (recursively) and wheel under ``paths``."""
-    from elfpatch.runner import scan_paths
+    from elfpatch.service.runner import scan_paths
 
     outcome = scan_paths(path_list(paths))
     _raise_first(outcome.errors, keep_going)
@@ -78,8 +78,8 @@ def fix(paths: Paths, *, output: PathLike | None = None, in_place: bool = False,
     Exactly one of ``output`` (a file, or a folder mirroring the inputs),
     ``in_place`` and ``dry_run``.  All files are written, or none.
     """
-    from elfpatch.patch.fix import fix_paths
     from elfpatch.patch.plan import FixOptions
+    from elfpatch.service.fix import fix_paths
 
     targets = (output is not None) + in_place
     if targets > 1 or (targets == 0 and not dry_run):
@@ -101,7 +101,7 @@ def repair_wheels(wheels: Paths, wheel_dir: PathLike | None = None, *, mode: str
     byte for byte), or none is; ``dry_run`` plans without a ``wheel_dir``.
     """
     from elfpatch.patch.plan import FixOptions
-    from elfpatch.patch.wheel_fix import fix_wheels
+    from elfpatch.service.wheel_fix import fix_wheels
 
     given = path_list(wheels)
     if wheel_dir is None and not dry_run:
@@ -124,7 +124,7 @@ def inits(paths: Paths, *, closure: bool = False, sort_algorithm: int = 2,
     ``follow_code=False`` lists the initializers without reading their machine
     code: fast, and no risks.
     """
-    from elfpatch.analysis.init_order import analyse_closure, analyse_paths
+    from elfpatch.service.inits import analyse_closure, analyse_paths
 
     given = path_list(paths)
     if sort_algorithm not in (1, 2):
@@ -152,8 +152,8 @@ def check(paths: Paths, *, policy: Policy | None = None, config: PathLike | None
     ``policy`` as given, else read from ``config`` (TOML with [tool.elfpatch]),
     else from the nearest pyproject.toml; ``baseline`` lists known findings.
     """
-    from elfpatch.analysis.check import read_baseline, run_check
     from elfpatch.policy import load_policy
+    from elfpatch.service.check import read_baseline, run_check
 
     if policy is not None and config is not None:
         raise UsageError("check", "give policy= or config=, not both")

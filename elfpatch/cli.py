@@ -203,7 +203,7 @@ def _fix_wheels(paths: tuple[str, ...], wheel_dir: str | None, options: Any, dry
                 as_json: bool, quiet: bool = False) -> None:
     """``fix -w OUTDIR``: repaired wheels; every wheel is written, or none."""
     from elfpatch.errors import InputError
-    from elfpatch.patch.wheel_fix import fix_wheels
+    from elfpatch.service.wheel_fix import fix_wheels
 
     for path in paths:
         if not path.endswith(".whl"):
@@ -330,8 +330,9 @@ def check(paths: tuple[str, ...], config: str | None, output_format: str, verbos
     import os
 
     jobs = jobs or min(8, os.cpu_count() or 1)
-    from elfpatch.analysis.check import CheckResult, read_baseline, run_check, write_baseline
+    from elfpatch.analysis.check import CheckResult
     from elfpatch.policy import load_policy
+    from elfpatch.service.check import read_baseline, run_check, write_baseline
 
     if update_baseline and not baseline:
         raise click.UsageError("--update-baseline needs --baseline FILE")
@@ -348,7 +349,7 @@ def check(paths: tuple[str, ...], config: str | None, output_format: str, verbos
     finally:
         progress.clear()
     if environment:
-        from elfpatch.environment import add_environment
+        from elfpatch.service.environment import add_environment
 
         result = add_environment(result, python or sys.executable, jobs)
     recorded = write_baseline(baseline, result) if update_baseline and baseline else None

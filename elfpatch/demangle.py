@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 from elfpatch.errors import ElfpatchError
 
 if TYPE_CHECKING:
-    from elfpatch.analysis.closure import LoaderProfile
+    from elfpatch.loader.closure import LoaderProfile
 
 _RUNTIMES = ("libstdc++.so.6", "libc++abi.so.1", "libc++.so.1")
 _MAPS = "/proc/self/maps"
@@ -145,8 +145,8 @@ def _open_loaded(path: str | None) -> ctypes.CDLL | None:
 @cache
 def _interpreter_profile() -> LoaderProfile:
     """The loader profile of this interpreter (machine, class, system dirs, cache flags)."""
-    from elfpatch.analysis.closure import loader_profile
     from elfpatch.elf.file import ElfFile
+    from elfpatch.loader.closure import loader_profile
 
     with ElfFile.open("/proc/self/exe") as elf:
         return loader_profile(elf.header)
@@ -158,7 +158,7 @@ def trusted_candidates(name: str) -> Iterator[str]:
     Never ``LD_LIBRARY_PATH``, never the current folder: a name with a slash
     or a relative cache entry yields nothing.
     """
-    from elfpatch.elf.ldcache import read_ld_cache
+    from elfpatch.loader.cache import read_ld_cache
 
     if "/" in name or not name:
         return

@@ -101,3 +101,14 @@ def write_regular_text(path: str | Path, text: str) -> None:
         if stat.S_ISREG(os.fstat(descriptor).st_mode):  # not /dev/null
             handle.truncate(0)  # only once it is known to be a regular file
         handle.write(text.encode("utf-8"))
+
+
+# Every temporary file elfpatch makes (staged outputs, scratch files, spilled
+# wheel members) ends with this mark, so that folder walks skip them and a
+# later run can recognise what a killed one left.
+TEMPORARY_MARK = ".elfpatch-tmp"
+
+
+def is_temporary_name(name: str) -> bool:
+    """Whether a file name is one of elfpatch's temporary files."""
+    return name.startswith(".") and name.endswith(TEMPORARY_MARK)

@@ -23,6 +23,7 @@ from pathlib import Path
 from elfpatch.elf.constants import ELF_MAGIC
 from elfpatch.elf.file import ElfFile
 from elfpatch.errors import InputError
+from elfpatch.regular_file import TEMPORARY_MARK
 from elfpatch.zipread import ZipArchive, ZipMember, open_zip, printable_name
 
 # Members up to this size are decoded into memory; larger ones into a file.
@@ -101,8 +102,6 @@ def spill_file(directory: Path) -> int:
     try:
         return os.open(directory, os.O_TMPFILE | os.O_RDWR | os.O_CLOEXEC, 0o600)
     except (AttributeError, OSError):  # no O_TMPFILE here, or not on this file system
-        from elfpatch.patch.staging import TEMPORARY_MARK
-
         descriptor, name = tempfile.mkstemp(prefix=".spill.", suffix=TEMPORARY_MARK,
                                             dir=directory)
         Path(name).unlink()

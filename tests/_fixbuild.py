@@ -27,7 +27,7 @@ import pytest
 from _build import invoke, remove_section_headers, require_tool
 from elfpatch.fixtures import build
 
-from elfpatch.patch.staging import TEMPORARY_MARK
+from elfpatch.regular_file import TEMPORARY_MARK
 
 MODES = ("local", "weak-hidden", "global")
 

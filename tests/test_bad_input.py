@@ -25,7 +25,7 @@ from _build import invoke, make_wheel, platform, remove_section_headers
 from elftools.elf.elffile import ELFFile
 
 from elfpatch.errors import InputError
-from elfpatch.runner import scan_paths
+from elfpatch.service.runner import scan_paths
 
 
 @pytest.fixture(scope="module")

@@ -40,13 +40,13 @@ from elfpatch.analysis.check import (
     Finding,
     LibraryCheck,
     LibraryFacts,
-    run_check,
 )
 from elfpatch.analysis.unique import FileScan
 from elfpatch.errors import InputError
-from elfpatch.inputs import ElfSource
 from elfpatch.policy import Policy
 from elfpatch.report.check_report import GITHUB_SHOWN_PER_KIND, render_github, render_junit
+from elfpatch.service.check import run_check
+from elfpatch.source import ElfSource
 
 JUNIT_SCHEMA = Path(__file__).parent / "data" / "junit.xsd"
 

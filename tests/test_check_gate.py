@@ -14,8 +14,8 @@ from _build import invoke
 from _fixbuild import VARIANTS, built_library
 
 from elfpatch.analysis.check import distribution_key, package_of_source
-from elfpatch.inputs import ElfSource
 from elfpatch.report.check_report import shorten
+from elfpatch.source import ElfSource
 
 NO_POLICY_FILE = "/dev/null"  # the defaults: UNIQUE definitions are errors
 

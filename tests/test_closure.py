@@ -31,14 +31,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tests_support import TORCH_LIBRARY_VARIABLE, opt_in_file
 
-from elfpatch.analysis.closure import (
+from elfpatch.elf.file import ElfFile
+from elfpatch.loader import cache as ldcache
+from elfpatch.loader.closure import (
     Closure,
     MissingLibrary,
     dependency_closure,
     loader_profile,
 )
-from elfpatch.elf import ldcache
-from elfpatch.elf.file import ElfFile
 
 ALGORITHMS = (1, 2)
 MARKER = "@@dlopen@@"

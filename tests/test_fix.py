@@ -62,8 +62,8 @@ from _fixbuild import (
 )
 from elfpatch.fixtures import build
 
-from elfpatch.patch import fix as fix_module
 from elfpatch.patch.reorder import Edit, Reordering
+from elfpatch.service import fix as fix_module
 
 # Sections whose bytes a LOCAL fix may change, by type (names differ per machine).
 TOUCHABLE_TYPES = {"SHT_DYNSYM", "SHT_SYMTAB", "SHT_RELA", "SHT_REL", "SHT_GNU_versym",

@@ -10,8 +10,8 @@ from elfpatch.fixtures import build
 from tests_support import readelf_unique_names
 
 from elfpatch.patch import rewrite
-from elfpatch.patch.fix import fix_paths
 from elfpatch.patch.plan import FixOptions
+from elfpatch.service.fix import fix_paths
 
 UNIQUE_SCENARIOS = ["dlclose_noop", "rtld_local_clash", "tls_and_template_member",
                     "cross_library_reference", "shared_singleton", "unload_exposes_bug"]
@@ -64,7 +64,7 @@ def test_a_fix_that_patches_nothing_is_caught(cxx: object, tmp_path: Path,
     """With the edits dropped, verification refuses and the file stays as built."""
     copy = build.build_scenario("rtld_local_clash").copy_to(tmp_path / "broken")
     before = copy.path("libplugin_v1.so").read_bytes()
-    monkeypatch.setattr("elfpatch.patch.fix.plan_edits", lambda elf, plan: [])
+    monkeypatch.setattr("elfpatch.service.fix.plan_edits", lambda elf, plan: [])
     result = fix_paths([str(copy.path("libplugin_v1.so"))], FixOptions(), None)
     assert result.errors and "still UNIQUE" in result.errors[0].reason
     assert copy.path("libplugin_v1.so").read_bytes() == before

@@ -21,7 +21,7 @@ from _build import cxxfilt, invoke, make_wheel, readelf_unique
 from _fixbuild import VARIANTS, built_library, fix, temporary_files
 from test_fix import cross_pair
 
-from elfpatch.patch import fix as fix_module
+from elfpatch.service import fix as fix_module
 
 
 @pytest.fixture(scope="module")

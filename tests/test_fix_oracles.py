@@ -272,9 +272,9 @@ def test_headerless_and_stripped_inputs(cxx: object, tmp_path: Path) -> None:
 
 def test_interrupted_write_leaves_the_original(cxx: object, tmp_path: Path,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    from elfpatch.patch import fix as fix_module
-    from elfpatch.patch.fix import fix_paths
     from elfpatch.patch.plan import FixOptions
+    from elfpatch.service import fix as fix_module
+    from elfpatch.service.fix import fix_paths
 
     copy = tmp_path / "libstatics.so"
     shutil.copy(library([]), copy)

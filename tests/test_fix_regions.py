@@ -38,10 +38,10 @@ from elfpatch.elf.file import ElfFile
 from elfpatch.elf.hashes import dynamic_symbol_count, gnu_hash_symbol_count, read_gnu_hash
 from elfpatch.elf.symbols import read_dynsym
 from elfpatch.errors import CorruptElfError
-from elfpatch.patch import fix as fix_module
 from elfpatch.patch import regions
 from elfpatch.patch.regions import RegionMap, Spans
 from elfpatch.patch.reorder import Edit
+from elfpatch.service import fix as fix_module
 
 # A program with UNIQUE symbols (a static local of an inline function, a static
 # data member of a class template) that prints what they hold.

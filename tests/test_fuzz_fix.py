@@ -34,7 +34,7 @@ from _build import invoke, require_tool
 from _fixbuild import VARIANTS, Layout, built_library, elf_layout, toolchain, variant_input
 from elfpatch.fixtures import build
 
-from elfpatch import parallel
+from elfpatch.service import parallel
 
 SEED = 13
 # 2,000 mutants carry about 3,500 mutations and make 4,000 runs of fix: about 40 s

@@ -22,9 +22,10 @@ from conftest import run_elfpatch
 from elfpatch.fixtures import build
 from inits_fixtures import DESTRUCTOR, inits_of, risks, scenario, toolchain
 
-from elfpatch.analysis.check import RULE_DESTRUCTION_ORDER, RULE_EXIT_DESTRUCTOR, run_check
+from elfpatch.analysis.check import RULE_DESTRUCTION_ORDER, RULE_EXIT_DESTRUCTOR
 from elfpatch.errors import InputError
 from elfpatch.policy import policy_from_table
+from elfpatch.service.check import run_check
 
 MANY = {
     "many.cpp": "#include <string>\n" + "".join(

@@ -12,7 +12,7 @@ from elfpatch.fixtures import build
 from elfpatch.analysis import init_order
 from elfpatch.elf.file import ElfFile
 from elfpatch.errors import CorruptElfError
-from elfpatch.parallel import ChildCrashed, run_alongside
+from elfpatch.service.parallel import ChildCrashed, run_alongside
 
 
 def test_both_halves_run(tmp_path: Path) -> None:

@@ -132,7 +132,7 @@ def test_a_fifo_on_the_search_path_is_reported_not_waited_on(cxx: build.Toolchai
     (tmp_path / "libdep.so").unlink()
     os.mkfifo(tmp_path / "libdep.so")
     done = python(f"""
-        from elfpatch.analysis.closure import dependency_closure
+        from elfpatch.loader.closure import dependency_closure
         closure = dependency_closure({str(tmp_path / "libroot.so")!r}, ld_library_path="")
         print([(m.name, m.reason) for m in closure.missing])
     """, tmp_path)
@@ -142,7 +142,7 @@ def test_a_fifo_on_the_search_path_is_reported_not_waited_on(cxx: build.Toolchai
 
 def test_the_loader_cache_reads_a_fifo_as_empty(fifo: Path, tmp_path: Path) -> None:
     done = python(f"""
-        from elfpatch.elf.ldcache import read_ld_cache
+        from elfpatch.loader.cache import read_ld_cache
         print(len(read_ld_cache({str(fifo)!r})))
     """, tmp_path)
     assert (done.returncode, done.stdout.strip()) == (0, "0"), done.stderr

@@ -25,12 +25,12 @@ from pathlib import Path
 import pytest
 from _zipcraft import build, wheel_entries, with_record
 
-from elfpatch.analysis.check import run_check
 from elfpatch.errors import ElfpatchError
 from elfpatch.patch.plan import FixOptions
-from elfpatch.patch.wheel_fix import fix_wheels
 from elfpatch.policy import load_policy
-from elfpatch.runner import scan_paths
+from elfpatch.service.check import run_check
+from elfpatch.service.runner import scan_paths
+from elfpatch.service.wheel_fix import fix_wheels
 
 MUTANTS = 2000
 ALARM_SECONDS = 30
@@ -91,10 +91,10 @@ def _listing(root: Path, skip: Path) -> set[str]:
 
 
 def forget_open_archives() -> None:
-    from elfpatch import inputs
+    from elfpatch import source
 
-    while inputs._OPEN_ARCHIVES:
-        inputs._OPEN_ARCHIVES.popitem()[1][1].close()
+    while source._OPEN_ARCHIVES:
+        source._OPEN_ARCHIVES.popitem()[1][1].close()
 
 
 def _alarm(_signal: int, _frame: object) -> None:

@@ -238,7 +238,7 @@ def test_a_bad_splice_is_caught_before_anything_is_renamed(big_wheel: Path, tmp_
                                              else os.pread(pieces[-1][0], pieces[-1][2],
                                                            pieces[-1][1]))]
 
-    import elfpatch.patch.wheel_fix as wheel_fix
+    import elfpatch.service.wheel_fix as wheel_fix
 
     monkeypatch.setattr(wheel_fix, "build_stream", broken)
     out = tmp_path / "out"
@@ -463,7 +463,7 @@ def test_a_killed_run_leaves_nothing_a_later_run_picks_up(big_wheel: Path,
         process.send_signal(signal.SIGKILL)
         process.wait()
         leftovers = [p.name for p in out.iterdir() if p.name != big_wheel.name]
-        from elfpatch.patch.staging import is_temporary_name
+        from elfpatch.regular_file import is_temporary_name
 
         assert all(is_temporary_name(name) for name in leftovers), leftovers
     scan = invoke("scan", "--json", str(out))
@@ -527,7 +527,7 @@ def test_an_interrupted_run_writes_all_or_nothing_and_says_so(big_wheel: Path, t
 
 def test_an_error_while_fixing_a_member_names_the_wheel_and_member(
         wheel: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import elfpatch.patch.wheel_fix as wheel_fix
+    import elfpatch.service.wheel_fix as wheel_fix
     from elfpatch.patch.verify import VerificationError
 
     def refuse(item: object, plan: object, target: object) -> None:

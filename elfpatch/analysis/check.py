@@ -8,23 +8,18 @@ change from one version of the wheel to the next.
 
 from __future__ import annotations
 
-import json
 import re
 from collections import defaultdict
-from collections.abc import Callable, Iterable
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import PurePath
 
+from elfpatch.alongside import Alongside, in_turn
 from elfpatch.analysis.unique import FileScan, scan_elf
 from elfpatch.elf.file import ElfFile
-from elfpatch.errors import ElfpatchError, InputError
-from elfpatch.inputs import ElfSource, open_source, split_sources
+from elfpatch.errors import ElfpatchError
 from elfpatch.policy import Policy
-from elfpatch.regular_file import read_regular_text, write_regular_text
-
-# Told what is being analysed, for a progress line.
-Progress = Callable[[str], None]
+from elfpatch.source import ElfSource
 
 RULE_UNIQUE = "unique"
 RULE_INITIALIZERS = "max-initializers"
@@ -108,13 +103,9 @@ class CheckResult:
         return not self.violations and not self.errors and not failing_clashes
 
 
-def gather_facts(source: ElfSource, need_effects: bool) -> LibraryFacts:
-    """Analyse one library (run in a worker process with -j)."""
-    with open_source(source) as elf:
-        return facts_of(elf, source, need_effects)
-
-
-def facts_of(elf: ElfFile, source: ElfSource, need_effects: bool) -> LibraryFacts:
+def facts_of(elf: ElfFile, source: ElfSource, need_effects: bool,
+             alongside: Alongside = in_turn) -> LibraryFacts:
+    """What the analyses find in one opened library; ``need_effects``: follow its code."""
     from elfpatch.analysis.initializers import list_initializers
 
     scan = scan_elf(elf, source.path, source.member)
@@ -131,7 +122,7 @@ def facts_of(elf: ElfFile, source: ElfSource, need_effects: bool) -> LibraryFact
             SEVERITY_ERROR,
         )
 
-        report, _ = analyse_object(elf, source.path, source.member, listing)
+        report, _ = analyse_object(elf, source.path, source.member, listing, alongside)
         for risk in report.risks:
             if risk.kind == KIND_EXIT_DESTRUCTOR:
                 destructors.append((risk.object, risk.message, bool(risk.read_at_exit)))
@@ -201,7 +192,7 @@ def package_of_source(source: ElfSource) -> str:
     package: their libraries never load into one process together.
     """
     if source.member is not None and source.path.lower().endswith(".whl"):
-        return distribution_key(Path(source.path).name.split("-", 1)[0])
+        return distribution_key(PurePath(source.path).name.split("-", 1)[0])
     return source.path
 
 
@@ -217,95 +208,3 @@ def find_clashes(facts: Iterable[LibraryFacts], package_of: dict[str, str]) -> l
     return [Clash(name, names[name], tuple(sorted(set(where))))
             for name, where in sorted(definers.items())
             if len({package for package, _ in where}) > 1]
-
-
-def read_baseline(path: str | None) -> set[str]:
-    """The finding keys of a baseline file; none when no ``--baseline`` was given.
-
-    A baseline that is missing is an error rather than an empty baseline:
-    a mistyped path must not quietly turn every known finding into a failure
-    (or hide that the file was never written).
-    """
-    if path is None:
-        return set()
-    try:
-        document = json.loads(read_regular_text(path))
-        return {str(key) for key in document["findings"]}
-    except FileNotFoundError:
-        raise InputError(path, "no such baseline file",
-                         hint="create it with --update-baseline") from None
-    except OSError as error:
-        raise InputError(path, f"cannot read the baseline: {error.strerror or error}") from None
-    except (ValueError, KeyError, TypeError) as error:
-        raise InputError(path, f"not an elfpatch baseline ({error})",
-                         hint="write one with --update-baseline") from None
-
-
-def write_baseline(path: str, result: CheckResult) -> int:
-    """Write the error findings' keys to ``path``, creating it if needed; how many."""
-    keys = sorted({f.key for f in result.findings if f.level == "error"})
-    try:
-        write_regular_text(path, json.dumps({"version": 1, "findings": keys}, indent=2) + "\n")
-    except OSError as error:
-        raise InputError(path, f"cannot write the baseline: {error.strerror or error}") from None
-    return len(keys)
-
-
-def run_check(paths: Iterable[str], policy: Policy, baseline: set[str], jobs: int = 1,
-              need_effects: bool = True, progress: Progress | None = None) -> CheckResult:
-    sources, errors = split_sources(paths)
-    need_effects = need_effects and (policy.exit_time_destructors != "ignore"
-                                     or policy.init_order != "ignore"
-                                     or policy.destruction_order != "ignore")
-    facts = gather_all(sources, need_effects, jobs, errors, progress)
-    packages = {package_of_source(s) for s in sources if s.member is not None}
-    clashes = find_clashes(facts, {s.path: package_of_source(s) for s in sources}) \
-        if len(packages) > 1 else []
-    return CheckResult(policy, tuple(judge(f, policy, baseline) for f in facts),
-                       tuple(clashes), tuple(errors))
-
-
-def gather_all(sources: list[ElfSource], need_effects: bool, jobs: int,
-               errors: list[ElfpatchError], progress: Progress | None = None,
-               ) -> list[LibraryFacts]:
-    """Each source's facts, in ``jobs`` processes; ``progress`` hears of each one done."""
-    tell = progress or (lambda _text: None)
-    total = len(sources)
-    if jobs <= 1 or total <= 2:
-        outcomes = []
-        for number, source in enumerate(sources, 1):
-            tell(f"check: {number}/{total} {source.member or source.path}")
-            outcomes.append(_guarded(source, need_effects))
-    else:
-        # Largest first, so one huge library does not start last and finish alone.
-        order = sorted(range(total), key=lambda i: -sources[i].size)
-        pool = ProcessPoolExecutor(max_workers=jobs)
-        try:
-            futures = {i: pool.submit(_guarded, sources[i], need_effects) for i in order}
-            done = {future: i for i, future in futures.items()}
-            for number, future in enumerate(as_completed(done), 1):
-                finished = sources[done[future]]
-                tell(f"check: {number}/{total} done, last {finished.member or finished.path}")
-            outcomes = [futures[i].result() for i in range(total)]
-        finally:
-            # Every result is in: the workers' teardown (freeing a big library's
-            # memory) overlaps with judging and rendering instead of delaying them.
-            pool.shutdown(wait=False, cancel_futures=True)
-    facts = []
-    for outcome in outcomes:
-        if isinstance(outcome, ElfpatchError):
-            errors.append(outcome)
-        else:
-            facts.append(outcome)
-    return facts
-
-
-def _guarded(source: ElfSource, need_effects: bool) -> LibraryFacts | ElfpatchError:
-    from elfpatch.errors import PARSE_FAILURES, malformed
-
-    try:
-        return gather_facts(source, need_effects)
-    except ElfpatchError as error:
-        return error
-    except PARSE_FAILURES as error:
-        return malformed(source.label, error)

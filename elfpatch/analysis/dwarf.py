@@ -6,15 +6,7 @@ consulted when the object carries .debug_info.
 
 from __future__ import annotations
 
-import io
-import mmap
-
 from elfpatch.elf.file import ElfFile
-
-
-def _stream(elf: ElfFile) -> io.BytesIO | mmap.mmap:
-    data = elf._data  # the mapped file, or the bytes of an archive member
-    return data if isinstance(data, mmap.mmap) else io.BytesIO(data)
 
 
 def compile_unit_ranges(elf: ElfFile) -> list[tuple[int, int, str]]:
@@ -23,7 +15,7 @@ def compile_unit_ranges(elf: ElfFile) -> list[tuple[int, int, str]]:
     from elftools.elf.elffile import ELFFile
 
     try:
-        dwarf = ELFFile(_stream(elf)).get_dwarf_info()  # type: ignore[arg-type]
+        dwarf = ELFFile(elf.stream()).get_dwarf_info()  # type: ignore[arg-type]
         return list(_ranges(dwarf))
     except (ELFError, ValueError, KeyError, IndexError, AttributeError, TypeError):
         return []  # unreadable debug info only costs the DWARF names

@@ -5,12 +5,12 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import compress, zip_longest
-from pathlib import Path
 from typing import TypeVar
 
+from elfpatch.alongside import Alongside, in_turn
 from elfpatch.analysis.effects import Effects, EffectsAnalyzer, Part
 from elfpatch.analysis.effects.summary import settle
 from elfpatch.analysis.initializers import (
@@ -24,11 +24,8 @@ from elfpatch.analysis.initializers import (
 from elfpatch.analysis.linkage import has_internal_linkage
 from elfpatch.analysis.risks import (
     AnalysedInitializer,
-    ObjectInitialisation,
     Risk,
     constructed_by,
-    cross_object_destruction_risks,
-    cross_object_risks,
     destruction_order_risks,
     destructor_risks,
     is_lazily_initialised,
@@ -40,8 +37,6 @@ from elfpatch.elf import constants as C
 from elfpatch.elf.file import ElfFile
 from elfpatch.elf.symbols import read_dynsym, read_symtab
 from elfpatch.errors import ElfpatchError
-from elfpatch.parallel import run_alongside
-from elfpatch.runner import run_per_file
 
 T = TypeVar("T")
 
@@ -96,20 +91,22 @@ class ObjectAnalysis:
 
 
 def analyse_object(elf: ElfFile, path: str, member: str | None = None,
-                   listing: ObjectInits | None = None,
+                   listing: ObjectInits | None = None, alongside: Alongside = in_turn,
                    ) -> tuple[ObjectReport, list[AnalysedInitializer]]:
     """``listing``: the object's initializers, when the caller has listed them already."""
-    analysis = analyse_object_fully(elf, path, member, listing)
+    analysis = analyse_object_fully(elf, path, member, listing, alongside=alongside)
     return analysis.report, analysis.analysed
 
 
 def analyse_object_fully(elf: ElfFile, path: str, member: str | None = None,
                          listing: ObjectInits | None = None,
-                         follow_code: bool = True, in_closure: bool = False) -> ObjectAnalysis:
+                         follow_code: bool = True, in_closure: bool = False,
+                         alongside: Alongside = in_turn) -> ObjectAnalysis:
     """The object's initializers, what they and its exit-time code do, and the risks.
 
     ``follow_code=False`` lists the initializers without reading machine code;
-    ``in_closure``: other objects may read what this one exports.
+    ``in_closure``: other objects may read what this one exports; ``alongside``
+    runs the two halves of a big object's work (the service forks one).
     """
     listing = listing or list_initializers(elf, path, member)
     soname = elf.soname if elf.dynamic else None
@@ -121,12 +118,12 @@ def analyse_object_fully(elf: ElfFile, path: str, member: str | None = None,
     entries = listing.followed
     if analyzer.supported and len(entries) >= _PARALLEL_MINIMUM:
         analyzer.index.prepare()  # once, before the fork: both halves use it
-    found = _shared_out(entries, lambda entry: _initializer_effects(analyzer, entry))
+    found = _shared_out(entries, lambda entry: _initializer_effects(analyzer, entry), alongside)
     analysed, named = _analysed(elf, entries, found)
-    exit_code = _exit_code(analyzer, analysed)
+    exit_code = _exit_code(analyzer, analysed, alongside)
     hooks = _hook_code(elf, analyzer, analysed)
     analysed, exit_code, hooks = _settled(analyzer, analysed, exit_code, hooks,
-                                          _exported_definitions(elf) if in_closure
+                                          exported_definitions(elf) if in_closure
                                           else frozenset())
     read = read_at_exit(analysed, exit_code, hooks)
     initializers = tuple(named.get(e, e) for e in listing.initializers)
@@ -218,8 +215,8 @@ _PARALLEL_MINIMUM = 64
 
 
 def _shared_out(items: Sequence[T], work: Callable[[T], Effects | list[Part]],
-                ) -> list[Effects | list[Part]]:
-    """``work`` on each item; for many, shared out between two processes.
+                alongside: Alongside) -> list[Effects | list[Part]]:
+    """``work`` on each item; for many, shared out between two halves (``alongside``).
 
     The items alternate between the halves, so that the big initializers
     of a library (often in neighbouring slots) do not all land on one side.
@@ -229,20 +226,21 @@ def _shared_out(items: Sequence[T], work: Callable[[T], Effects | list[Part]],
 
     if len(items) < _PARALLEL_MINIMUM:
         return half(items)()
-    even, odd = run_alongside(half(items[0::2]), half(items[1::2]))
+    even, odd = alongside(half(items[0::2]), half(items[1::2]))
     return [result for pair in zip_longest(even, odd, fillvalue=None) for result in pair
             if result is not None]
 
 
 def _exit_code(analyzer: EffectsAnalyzer, analysed: list[AnalysedInitializer],
-               ) -> dict[int, Effects]:
+               alongside: Alongside) -> dict[int, Effects]:
     """The effects of each destructor (and atexit function) registered, of this object."""
     addresses = list(dict.fromkeys(
         r.atexit.destructor_address for r in registrations(analysed)
         if r.atexit.destructor_address is not None))
     if analyzer.supported and len(addresses) >= _PARALLEL_MINIMUM:
         analyzer.index.prepare()  # once, before the fork: both halves use it
-    found = _shared_out(addresses, lambda address: analyzer.effects(address, settle=False))
+    found = _shared_out(addresses, lambda address: analyzer.effects(address, settle=False),
+                        alongside)
     return {a: e for a, e in zip(addresses, found, strict=True) if isinstance(e, Effects)}
 
 
@@ -289,45 +287,7 @@ def _coverage(analysed: list[AnalysedInitializer], exit_code: dict[int, Effects]
                     tuple(sorted(stopped.items(), key=lambda pair: (-pair[1], pair[0]))))
 
 
-def analyse_paths(paths: Iterable[str], follow_code: bool = True) -> InitsResult:
-    outcome = run_per_file(paths, lambda source, elf: analyse_object_fully(
-        elf, source.path, source.member, follow_code=follow_code).report)
-    return InitsResult(tuple(outcome.results), None, (), tuple(outcome.errors))
-
-
-def analyse_closure(root: str, sort_algorithm: int, follow_code: bool = True) -> InitsResult:
-    """Every object the loader brings in for ``root``, in the order their initializers run."""
-    from elfpatch.analysis.closure import dependency_closure
-
-    closure = dependency_closure(Path(root), sort_algorithm=sort_algorithm)
-    reports: list[ObjectReport] = []
-    states: list[ObjectInitialisation] = []
-    errors: list[ElfpatchError] = []
-    for position, loaded in enumerate(closure.objects):
-        try:
-            with ElfFile.open(loaded.path) as elf:
-                analysis = analyse_object_fully(elf, str(loaded.path),
-                                                follow_code=follow_code, in_closure=True)
-                states.append(ObjectInitialisation(str(loaded.path), position,
-                                                   tuple(analysis.analysed),
-                                                   _exported_definitions(elf),
-                                                   analysis.exit_code))
-        except ElfpatchError as error:
-            errors.append(error)
-            continue
-        reports.append(analysis.report)
-    lookup = [str(o.path) for o in closure.load_order]
-    extra = cross_object_risks(states, lookup)
-    for label, risks in cross_object_destruction_risks(states, lookup).items():
-        extra.setdefault(label, []).extend(risks)
-    reports = [dataclasses.replace(r, risks=r.risks + tuple(extra.get(r.path, ())))
-               for r in reports]
-    entries = [ClosureEntry(str(o.path), o.soname) for o in closure.objects]
-    missing = [(m.name, str(m.requested_by)) for m in closure.missing]
-    return InitsResult(tuple(reports), tuple(entries), tuple(missing), tuple(errors))
-
-
-def _exported_definitions(elf: ElfFile) -> frozenset[str]:
+def exported_definitions(elf: ElfFile) -> frozenset[str]:
     table = read_dynsym(elf)
     if table is None:
         return frozenset()

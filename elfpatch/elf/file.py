@@ -11,6 +11,7 @@ IndexError or struct.error.
 
 from __future__ import annotations
 
+import io
 import mmap
 import struct
 from dataclasses import dataclass
@@ -170,6 +171,11 @@ class ElfFile:
         self.close()
 
     # -- bounds-checked access ---------------------------------------------
+    def stream(self) -> io.BytesIO | mmap.mmap:
+        """The image as a seekable file object, for parsers that read one (pyelftools)."""
+        data = self._data
+        return data if isinstance(data, mmap.mmap) else io.BytesIO(data)
+
     def corrupt(self, reason: str) -> CorruptElfError:
         return CorruptElfError(self.name, reason)
 

@@ -30,19 +30,13 @@ from pathlib import Path
 from types import TracebackType
 
 from elfpatch.errors import InputError
-
-TEMPORARY_MARK = ".elfpatch-tmp"
+from elfpatch.regular_file import TEMPORARY_MARK, is_temporary_name
 
 # Signals held back while a set is renamed into place.
 _HELD_SIGNALS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
 
 # Room left in a file name (255 bytes on Linux) for the dot, the random part and the mark.
 _STEM_BYTES = 255 - 1 - 1 - 16 - len(TEMPORARY_MARK)
-
-
-def is_temporary_name(name: str) -> bool:
-    """Whether a file name is one of elfpatch's temporary files."""
-    return name.startswith(".") and name.endswith(TEMPORARY_MARK)
 
 
 def _temporary_name(destination_name: str) -> str:

@@ -28,6 +28,7 @@ from functools import cached_property
 from itertools import accumulate
 from pathlib import Path
 
+from elfpatch.alongside import Alongside, in_turn
 from elfpatch.elf import constants as C
 from elfpatch.elf.columns import column
 from elfpatch.elf.file import ElfFile
@@ -55,15 +56,15 @@ from elfpatch.elf.symbols import (
     versym_offset,
 )
 from elfpatch.errors import CorruptElfError, ElfpatchError
-from elfpatch.parallel import run_alongside
 from elfpatch.patch import regions
 from elfpatch.patch.plan import TARGET_GLOBAL, TARGET_LOCAL, TARGET_WEAK_HIDDEN, LibraryPlan
 from elfpatch.patch.regions import RegionMap, Spans
 from elfpatch.patch.reorder import sh_info_field
 
-# Below this size the two halves run here in turn: a fork costs more than the
-# checks of a small file (2,000 small libraries spent most of their time forking).
-_FORK_MINIMUM = 16 << 20
+# Below this size the two halves run in turn even where the caller could run them
+# alongside: a fork costs more than the checks of a small file (2,000 small
+# libraries spent most of their time forking).
+_ALONGSIDE_MINIMUM = 16 << 20
 
 _EXPECTED = {
     TARGET_LOCAL: (C.STB_LOCAL, None),
@@ -79,14 +80,17 @@ class VerificationError(ElfpatchError):
     """The patched copy failed a check; the original was left untouched."""
 
 
-def verify_output(original: ElfFile, output_path: Path, plan: LibraryPlan) -> None:
+def verify_output(original: ElfFile, output_path: Path, plan: LibraryPlan,
+                  alongside: Alongside = in_turn) -> None:
     """Raise unless the file at ``output_path`` is ``original`` with ``plan`` applied.
+
+    ``alongside`` runs the checks' two halves (the service forks one for big files).
 
     A check that fails is run again on the input against itself (an empty
     plan): if the input fails it too, the fault was the input's, and that is
     what the error says.
     """
-    failure = _failure(original, output_path, plan)
+    failure = _failure(original, output_path, plan, alongside)
     if failure is None:
         return
     _blame_the_input(original)
@@ -96,10 +100,11 @@ def verify_output(original: ElfFile, output_path: Path, plan: LibraryPlan) -> No
                             "original left untouched")
 
 
-def _failure(original: ElfFile, path: Path, plan: LibraryPlan) -> ElfpatchError | None:
+def _failure(original: ElfFile, path: Path, plan: LibraryPlan,
+             alongside: Alongside) -> ElfpatchError | None:
     patched = ElfFile.open(path)
     try:
-        _verify(original, patched, plan)
+        _verify(original, patched, plan, alongside)
     except ElfpatchError as error:
         return error.with_traceback(None)  # its frames hold views of the mapping closed below
     finally:
@@ -115,7 +120,7 @@ def _close(elf: ElfFile) -> None:
 def _blame_the_input(original: ElfFile) -> None:
     """Raise ``CorruptElfError`` if the input fails the checks with nothing changed."""
     try:
-        _verify(original, original, LibraryPlan(original.name, (), ()))
+        _verify(original, original, LibraryPlan(original.name, (), ()), in_turn)
     except VerificationError as error:
         detail = error.reason.removeprefix(_FAILED).removesuffix(_UNTOUCHED)
         raise CorruptElfError(original.name, f"{detail}, in the input itself; nothing "
@@ -196,8 +201,9 @@ class _TablePair:
     layout: _Layout
 
 
-def _verify(original: ElfFile, patched: ElfFile, plan: LibraryPlan) -> None:
-    """All checks, in two halves that run side by side (see ``elfpatch.parallel``).
+def _verify(original: ElfFile, patched: ElfFile, plan: LibraryPlan,
+            alongside: Alongside) -> None:
+    """All checks, in two halves that ``alongside`` may run side by side.
 
     .dynsym with its version and hash tables on one side; .symtab and every
     relocation table on the other: about even on a library like libtorch.
@@ -227,11 +233,8 @@ def _verify(original: ElfFile, patched: ElfFile, plan: LibraryPlan) -> None:
                 _verify_relocations(original, patched, symtab.layout, static_relocation_tables)
         rest.verify(1)
 
-    if original.size < _FORK_MINIMUM:
-        dynamic_half()
-        other_half()
-    else:
-        run_alongside(dynamic_half, other_half)
+    run = alongside if original.size >= _ALONGSIDE_MINIMUM else in_turn
+    run(dynamic_half, other_half)
 
 
 def _pair(original: ElfFile, patched: ElfFile, kind: str,

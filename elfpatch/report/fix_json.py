@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from elfpatch.patch.fix import FixResult, LibraryOutcome
 from elfpatch.patch.plan import LibraryPlan, Refusal
 from elfpatch.report.scan_json import SCHEMA_VERSION, error_record, printable_document
+from elfpatch.service.fix import FixResult, LibraryOutcome
 
 
 def _plan_records(plan: LibraryPlan) -> dict[str, Any]:

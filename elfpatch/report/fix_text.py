@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from elfpatch.patch.fix import FixResult, LibraryOutcome
 from elfpatch.patch.plan import FixPlan, LibraryPlan, name_some
 from elfpatch.report.style import Styler, plural
+from elfpatch.service.fix import FixResult, LibraryOutcome
 
 
 def render_fix(result: FixResult, style: Styler, dry_run: bool) -> str:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 
+from elfpatch.analysis.effects.addresses import EM_AARCH64
 from elfpatch.analysis.effects.walk import FunctionWalk, Value, immediate
-from elfpatch.elf.addresses import EM_AARCH64
 
 MACHINE = EM_AARCH64
 

@@ -18,6 +18,7 @@ import re
 from functools import cached_property
 from typing import TYPE_CHECKING
 
+from elfpatch.analysis.effects.addresses import EM_X86_64, AddressIndex
 from elfpatch.analysis.effects.summary import (
     CALL,
     HOOK,
@@ -44,7 +45,6 @@ from elfpatch.analysis.effects.summary import (
     unseen_use,
 )
 from elfpatch.analysis.effects.walk import FunctionWalk, Target, decode_in_chunks, got_target
-from elfpatch.elf.addresses import EM_X86_64, AddressIndex
 from elfpatch.elf.constants import ET_EXEC, PT_LOAD
 from elfpatch.elf.file import ElfFile
 from elfpatch.errors import ElfpatchError, UnsupportedElfError

@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
+from elfpatch.analysis.effects.addresses import AddressIndex, GotEntry
 from elfpatch.analysis.effects.names import (
     ATEXIT_FUNCTIONS,
     HOOK_FUNCTIONS,
@@ -45,7 +46,6 @@ from elfpatch.analysis.effects.summary import (
     AtExit,
     FunctionSummary,
 )
-from elfpatch.elf.addresses import AddressIndex, GotEntry
 
 if TYPE_CHECKING:
     from capstone import Cs

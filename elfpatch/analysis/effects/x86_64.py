@@ -13,8 +13,8 @@ import re
 import struct
 from typing import TYPE_CHECKING
 
+from elfpatch.analysis.effects.addresses import EM_X86_64
 from elfpatch.analysis.effects.walk import FunctionWalk, Value, immediate, number
-from elfpatch.elf.addresses import EM_X86_64
 from elfpatch.errors import ElfpatchError
 
 if TYPE_CHECKING:

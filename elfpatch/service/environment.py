@@ -15,11 +15,11 @@ from elfpatch.analysis.check import (
     CheckResult,
     distribution_key,
     find_clashes,
-    gather_all,
     package_of_source,
 )
 from elfpatch.errors import InputError
-from elfpatch.inputs import ElfSource, has_elf_magic_file
+from elfpatch.service.check import gather_all
+from elfpatch.source import ElfSource, has_elf_magic_file
 
 # Run inside the target interpreter: every distribution and the absolute paths of its files.
 _LIST_FILES = """

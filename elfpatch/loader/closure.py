@@ -54,8 +54,8 @@ from elfpatch.elf.constants import (
     EM_X86_64,
 )
 from elfpatch.elf.file import ElfFile, ElfHeader
-from elfpatch.elf.ldcache import LdCache, accepted_cache_flags, read_ld_cache
 from elfpatch.errors import ElfpatchError
+from elfpatch.loader.cache import LdCache, accepted_cache_flags, read_ld_cache
 from elfpatch.regular_file import NOT_REGULAR
 
 DF_1_INITFIRST = 0x20

@@ -22,8 +22,8 @@ from pathlib import Path
 
 from elfpatch.deflate_splice import Piece, piece_bytes
 from elfpatch.errors import ElfpatchError, InputError
-from elfpatch.patch.halves import in_two_halves
 from elfpatch.patch.verify import VerificationError
+from elfpatch.service.halves import in_two_halves
 from elfpatch.wheel import RecordEntry, is_signature
 from elfpatch.wheel_write import OutputMember
 from elfpatch.zipread import ZipArchive, ZipMember, open_zip

@@ -52,13 +52,13 @@ from elfpatch.deflate_splice import (
 from elfpatch.elf.file import ElfFile
 from elfpatch.elf.symbols import symbol_tables
 from elfpatch.errors import PARSE_FAILURES, CorruptElfError, ElfpatchError, InputError
-from elfpatch.parallel import run_alongside
-from elfpatch.patch.fix import FixInput, SetPlan, plan_inputs, write_patched_input
-from elfpatch.patch.halves import in_two_halves
 from elfpatch.patch.plan import FixOptions, FixPlan, LibraryPlan
 from elfpatch.patch.staging import ScratchFile, Staging, existing_folder
 from elfpatch.patch.verify import VerificationError
-from elfpatch.patch.wheel_verify import check_members, verify_wheel
+from elfpatch.service.fix import FixInput, SetPlan, plan_inputs, write_patched_input
+from elfpatch.service.halves import in_two_halves
+from elfpatch.service.parallel import run_alongside
+from elfpatch.service.wheel_verify import check_members, verify_wheel
 from elfpatch.wheel import (
     RecordEntry,
     elf_members,

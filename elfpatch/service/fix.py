@@ -25,12 +25,14 @@ from elfpatch.errors import (
     UnsupportedElfError,
     malformed,
 )
-from elfpatch.inputs import ElfSource, split_sources
 from elfpatch.patch.plan import Candidate, FixOptions, FixPlan, LibraryPlan, plan_library
 from elfpatch.patch.rewrite import plan_edits
 from elfpatch.patch.staging import ScratchFile, Staging, existing_folder
 from elfpatch.patch.verify import verify_output
 from elfpatch.patch.write import write_patched
+from elfpatch.service.inputs import split_sources
+from elfpatch.service.parallel import run_alongside
+from elfpatch.source import ElfSource
 
 
 @dataclass(frozen=True)
@@ -144,7 +146,7 @@ def write_patched_input(item: FixInput, plan: LibraryPlan, target: ScratchFile) 
     with _open(item) as elf:
         try:
             write_patched(item.path, target, lambda: plan_edits(elf, plan),
-                          lambda written: verify_output(elf, written, plan))
+                          lambda written: verify_output(elf, written, plan, run_alongside))
         except OSError as error:
             raise InputError(item.label, f"cannot write the fixed copy: "
                              f"{error.strerror or error}") from None
@@ -274,7 +276,7 @@ def _needs_writing(item: FixInput, plan: LibraryPlan, destination: Path) -> bool
     if plan.changes or destination != Path(os.path.realpath(item.path)):
         return True
     with _open(item) as elf:
-        verify_output(elf, item.path, plan)
+        verify_output(elf, item.path, plan, run_alongside)
     return False
 
 

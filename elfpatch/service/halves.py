@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from elfpatch.parallel import run_alongside
+from elfpatch.service.parallel import run_alongside
 
 T = TypeVar("T")
 R = TypeVar("R")

@@ -27,7 +27,7 @@ class ChildCrashed(RuntimeError):
     """The forked half died of an unexpected exception (its traceback is the message)."""
 
 
-def run_alongside(here: Callable[[], T], there: Callable[[], U]) -> tuple[T, U]:
+def run_alongside(here: Callable[[], T], there: Callable[[], U], /) -> tuple[T, U]:
     """Run ``there`` in a forked child while running ``here``; their results, or an error.
 
     ``there``'s result must pickle.  An ``ElfpatchError`` from the child is

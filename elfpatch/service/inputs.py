@@ -10,38 +10,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
-from elfpatch.elf.constants import ELF_MAGIC
 from elfpatch.elf.file import ElfFile
 from elfpatch.errors import ElfpatchError, InputError
-from elfpatch.patch.staging import is_temporary_name
-from elfpatch.wheel import elf_members, is_archive_name, open_archive, open_member
-from elfpatch.zipread import END_SIGNATURE, ZipArchive
-
-
-@dataclass(frozen=True)
-class ElfSource:
-    """One ELF image to analyse: a file on disk or a member of an archive."""
-
-    path: str
-    member: str | None = None
-    root: str | None = None  # the folder argument this file was found under
-    size: int = 0  # bytes to read (archive members), to schedule the largest first
-    index: int | None = None  # the member's entry in the archive's central directory
-
-    @property
-    def label(self) -> str:
-        return f"{self.path}:{self.member}" if self.member else self.path
-
-
-def has_elf_magic_file(path: Path) -> bool:
-    try:
-        with path.open("rb") as handle:
-            return handle.read(4) == ELF_MAGIC
-    except OSError:
-        return False
+from elfpatch.regular_file import is_temporary_name
+from elfpatch.source import ElfSource, cached_archive, has_elf_magic_file, open_source
+from elfpatch.wheel import elf_members, is_archive_name
+from elfpatch.zipread import END_SIGNATURE
 
 
 def walk_folder(folder: Path, unreadable: list[OSError] | None = None) -> Iterator[Path]:
@@ -160,20 +136,10 @@ def _expand_folder(folder: Path, seen: set[tuple[int, int]],
 
 def _archive_members(path: Path) -> Iterator[ElfSource]:
     # Kept open in the cache: the workers check forks later find it there, parsed.
-    archive = _cached_archive(str(path))
+    archive = cached_archive(str(path))
     members = elf_members(archive)
     for member in members:
         yield ElfSource(str(path), member.name, size=member.size, index=member.index)
-
-
-def _open_archive_member(archive: ZipArchive, source: ElfSource) -> ElfFile:
-    """The source's member, found by its index and checked to be the one listed."""
-    member = (archive.members[source.index]
-              if source.index is not None and source.index < len(archive.members)
-              else archive.member(source.member or ""))
-    if member is None or member.name != source.member:
-        raise InputError(source.label, "the archive changed while being read")
-    return open_member(archive, member)
 
 
 def open_sources(
@@ -190,43 +156,3 @@ def open_sources(
             yield error
             continue
         yield item, elf
-
-
-def open_source(source: ElfSource) -> ElfFile:
-    """Open one source on its own; archives stay open for the next member (and per worker)."""
-    if source.member is None:
-        return ElfFile.open(source.path)
-    return _open_archive_member(_cached_archive(source.path), source)
-
-
-# Reading and checking a wheel's central directory and local headers (13k
-# entries for torch: 0.5 s) costs more than most members: the few most recent
-# archives stay open for the life of the process, and of the workers it forks.
-# An archive is found again only while its file is the same (device, inode,
-# size, modification time): a wheel rewritten in place is read anew.
-_OPEN_ARCHIVES: dict[str, tuple[tuple[int, int, int, int], ZipArchive]] = {}
-_MAX_OPEN_ARCHIVES = 4
-
-
-def _cached_archive(path: str) -> ZipArchive:
-    cached = _OPEN_ARCHIVES.pop(path, None)
-    identity = _file_identity(path)
-    if cached is not None and cached[0] == identity and identity[0] >= 0:
-        archive = cached[1]
-    else:
-        if cached is not None:
-            cached[1].close()
-        archive = open_archive(Path(path))
-        identity = _file_identity(path)
-    _OPEN_ARCHIVES[path] = (identity, archive)  # most recent last
-    while len(_OPEN_ARCHIVES) > _MAX_OPEN_ARCHIVES:
-        _OPEN_ARCHIVES.pop(next(iter(_OPEN_ARCHIVES)))[1].close()
-    return archive
-
-
-def _file_identity(path: str) -> tuple[int, int, int, int]:
-    try:
-        status = Path(path).stat()
-    except OSError:
-        return (-1, -1, -1, -1)
-    return (status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns)

@@ -1,0 +1,68 @@
+"""Running ``inits``: opening each object, or a whole dependency closure, and analysing it.
+
+The analysis of one object is ``analysis.init_order``; this module finds
+the objects (the paths given, or every object the loader brings in for a
+program), opens them, runs the two halves of a big object's work in two
+processes, and joins the objects' risks across the closure.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+from pathlib import Path
+
+from elfpatch.analysis.init_order import (
+    ClosureEntry,
+    InitsResult,
+    ObjectReport,
+    analyse_object_fully,
+    exported_definitions,
+)
+from elfpatch.analysis.risks import (
+    ObjectInitialisation,
+    cross_object_destruction_risks,
+    cross_object_risks,
+)
+from elfpatch.elf.file import ElfFile
+from elfpatch.errors import ElfpatchError
+from elfpatch.loader.closure import dependency_closure
+from elfpatch.service.parallel import run_alongside
+from elfpatch.service.runner import run_per_file
+
+
+def analyse_paths(paths: Iterable[str], follow_code: bool = True) -> InitsResult:
+    outcome = run_per_file(paths, lambda source, elf: analyse_object_fully(
+        elf, source.path, source.member, follow_code=follow_code,
+        alongside=run_alongside).report)
+    return InitsResult(tuple(outcome.results), None, (), tuple(outcome.errors))
+
+
+def analyse_closure(root: str, sort_algorithm: int, follow_code: bool = True) -> InitsResult:
+    """Every object the loader brings in for ``root``, in the order their initializers run."""
+    closure = dependency_closure(Path(root), sort_algorithm=sort_algorithm)
+    reports: list[ObjectReport] = []
+    states: list[ObjectInitialisation] = []
+    errors: list[ElfpatchError] = []
+    for position, loaded in enumerate(closure.objects):
+        try:
+            with ElfFile.open(loaded.path) as elf:
+                analysis = analyse_object_fully(elf, str(loaded.path), follow_code=follow_code,
+                                                in_closure=True, alongside=run_alongside)
+                states.append(ObjectInitialisation(str(loaded.path), position,
+                                                   tuple(analysis.analysed),
+                                                   exported_definitions(elf),
+                                                   analysis.exit_code))
+        except ElfpatchError as error:
+            errors.append(error)
+            continue
+        reports.append(analysis.report)
+    lookup = [str(o.path) for o in closure.load_order]
+    extra = cross_object_risks(states, lookup)
+    for label, risks in cross_object_destruction_risks(states, lookup).items():
+        extra.setdefault(label, []).extend(risks)
+    reports = [dataclasses.replace(r, risks=r.risks + tuple(extra.get(r.path, ())))
+               for r in reports]
+    entries = [ClosureEntry(str(o.path), o.soname) for o in closure.objects]
+    missing = [(m.name, str(m.requested_by)) for m in closure.missing]
+    return InitsResult(tuple(reports), tuple(entries), tuple(missing), tuple(errors))

@@ -1,0 +1,144 @@
+"""The layers of README's Layout section are the package's real import graph.
+
+The table in README.md assigns every module to a layer; every import of
+every module, those inside functions and under ``TYPE_CHECKING`` included,
+must go to its own layer or one below.  ``elfpatch/analysis/`` must also
+stay free of I/O and processes: it gets opened files and returns data.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "elfpatch"
+
+# What a module that does no I/O and starts no process has no use for.
+_IO_MODULES = {"os", "subprocess", "multiprocessing", "concurrent", "socket", "tempfile",
+               "shutil", "ctypes", "signal", "mmap", "fcntl", "threading", "io"}
+# (``replace`` and ``stat`` are left out: str.replace and the like share the names.)
+_IO_CALLS = {"open", "fork", "popen", "system", "read_text", "read_bytes", "write_text",
+             "write_bytes", "mkdir", "unlink", "rmdir", "symlink_to", "iterdir"}
+
+
+@dataclass(frozen=True)
+class Import:
+    module: str
+    target: str
+    line: int
+
+
+def layer_table() -> list[tuple[str, list[str]]]:
+    """(layer, module prefixes) from README, lowest layer first."""
+    text = (ROOT / "README.md").read_text()
+    block = re.search(r"<!-- layers:.*?-->(.*?)<!-- end of layers -->", text, re.S)
+    assert block, "README.md has no layer table"
+    rows = []
+    for line in block.group(1).splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) == 2 and cells[0] not in ("layer", "---"):
+            rows.append((cells[0], re.findall(r"`([\w.]+)`", cells[1])))
+    return rows
+
+
+FIXTURES = ROOT / "fixtures"  # installed as elfpatch.fixtures
+
+
+def module_name(path: Path) -> str:
+    if path.is_relative_to(FIXTURES):
+        parts = ["elfpatch", "fixtures", *path.relative_to(FIXTURES).with_suffix("").parts]
+    else:
+        parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def modules() -> dict[str, Path]:
+    files = [*PACKAGE.rglob("*.py"), *FIXTURES.glob("*.py")]
+    return {module_name(path): path for path in sorted(files)}
+
+
+def imports_of(name: str, path: Path) -> list[Import]:
+    """Every elfpatch module ``name`` imports, wherever the import statement is."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found += [Import(name, alias.name, node.lineno) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, *([base] if base else [])])
+            # ``from elfpatch.x import y`` may import the module elfpatch.x.y.
+            found += [Import(name, f"{base}.{alias.name}", node.lineno) for alias in node.names]
+    known = modules()
+    resolved = []
+    for item in found:
+        target = item.target
+        while target and target not in known:
+            target = target.rpartition(".")[0]
+        if target.startswith("elfpatch"):
+            resolved.append(Import(name, target, item.line))
+    return resolved
+
+
+def layer_of(module: str, table: list[tuple[str, list[str]]]) -> int:
+    """The index of the layer whose longest prefix names ``module``."""
+    best = (-1, -1)
+    for index, (_layer, prefixes) in enumerate(table):
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best[0]:
+                best = (len(prefix), index)
+    return best[1]
+
+
+def test_every_module_has_a_layer() -> None:
+    table = layer_table()
+    assert [layer for layer, _ in table] == ["base", "read", "loader", "analyse", "plan",
+                                             "write", "service", "report", "interface"]
+    assert [name for name in modules() if layer_of(name, table) < 0] == []
+
+
+def test_no_import_goes_up_a_layer() -> None:
+    table = layer_table()
+    names = [layer for layer, _ in table]
+    upward = []
+    for name, path in modules().items():
+        mine = layer_of(name, table)
+        for item in imports_of(name, path):
+            theirs = layer_of(item.target, table)
+            if theirs > mine:
+                upward.append(f"{path.relative_to(ROOT)}:{item.line}: {name} ({names[mine]}) "
+                              f"imports {item.target} ({names[theirs]})")
+    assert upward == []
+
+
+def test_the_import_reader_sees_function_level_imports() -> None:
+    """The check above would pass on anything if the reader missed imports."""
+    found = imports_of("elfpatch.api", PACKAGE / "api.py")
+    assert {"elfpatch.service.runner", "elfpatch.service.check", "elfpatch.errors"} <= \
+        {item.target for item in found}
+    assert "elfpatch.fixtures.build" in modules()
+    assert layer_of("elfpatch.elf.constants", layer_table()) == 0
+    assert layer_of("elfpatch.elf.symbols", layer_table()) == 1
+
+
+@pytest.mark.parametrize("name", [n for n in modules() if n.startswith("elfpatch.analysis")])
+def test_analysis_does_no_io(name: str) -> None:
+    tree = ast.parse(modules()[name].read_text())
+    imported = {alias.name.split(".")[0] for node in ast.walk(tree)
+                if isinstance(node, ast.Import) for alias in node.names}
+    imported |= {(node.module or "").split(".")[0] for node in ast.walk(tree)
+                 if isinstance(node, ast.ImportFrom) and not node.level}
+    calls = {node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id
+             for node in ast.walk(tree) if isinstance(node, ast.Call)
+             and isinstance(node.func, (ast.Attribute, ast.Name))}
+    assert imported & _IO_MODULES == set()
+    assert calls & _IO_CALLS == set()
