@@ -88,7 +88,10 @@ def test_effects_shared_out_between_processes_equal_those_of_one(
     real_fork = os.fork
     monkeypatch.setattr(os, "fork", lambda: forks.append(1) or real_fork())
     with ElfFile.open(program) as elf:
-        shared, _ = init_order.analyse_object(elf, str(program))
-    assert shared == alone and alone.risks
+        in_turn, _ = init_order.analyse_object(elf, str(program))
+    assert forks == [], "below the service layer nothing forks unless told to"
+    with ElfFile.open(program) as elf:
+        shared, _ = init_order.analyse_object(elf, str(program), alongside=run_alongside)
+    assert shared == alone == in_turn and alone.risks
     # Initializers and registered destructors are each shared out when there are enough.
     assert forks or threading.active_count() != 1
