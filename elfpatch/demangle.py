@@ -147,9 +147,14 @@ def _interpreter_profile() -> LoaderProfile:
     """The loader profile of this interpreter (machine, class, system dirs, cache flags)."""
     from elfpatch.elf.file import ElfFile
     from elfpatch.loader.closure import loader_profile
+    from elfpatch.loader.host import OLDEST_MODELLED_GLIBC, HostProfile
 
+    # Only the system directories and the cache's ABI rules are used here,
+    # and those are the same in every glibc: the version is not read, so a
+    # host whose glibc the closure model does not cover still demangles.
+    host = HostProfile.of_this_host(glibc=OLDEST_MODELLED_GLIBC)
     with ElfFile.open("/proc/self/exe") as elf:
-        return loader_profile(elf.header)
+        return loader_profile(elf.header, host=host)
 
 
 def trusted_candidates(name: str) -> Iterator[str]:
@@ -163,7 +168,8 @@ def trusted_candidates(name: str) -> Iterator[str]:
     if "/" in name or not name:
         return
     profile = _interpreter_profile()
-    cached = read_ld_cache().lookup(name, profile.cache_flags)
+    cache_path = profile.host.cache_path
+    cached = read_ld_cache(cache_path).lookup(name, profile.cache_flags) if cache_path else None
     if cached is not None and Path(cached).is_absolute():
         yield cached
     for directory in dict.fromkeys((*profile.system_dirs, *_SYSTEM_DIRS)):

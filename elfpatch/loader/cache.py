@@ -13,6 +13,14 @@ plain libc6 such as i386, ``0xa03`` aarch64 ...); a lookup takes the flag
 values the requesting program's loader accepts, so a 64-bit program never
 gets the i386 copy of a library.
 
+Which entry ld.so takes is modelled for glibc 2.35 and later: the
+glibc-hwcaps entries (bit 62 of the hwcap field) by the priority of the
+host's subdirectories, else the first plain entry; an entry with a legacy
+hwcap bit other than ``tls`` is never taken, and from glibc 2.40 on no
+entry with any legacy bit is.  The caller says which rules apply (the
+accepted flags, the host's glibc-hwcaps names, ``legacy_entries``), from
+a ``loader.host.HostProfile``; nothing here asks the machine it runs on.
+
 Every offset is checked before use.  A cache that is missing, truncated or
 otherwise corrupt reads as an empty cache: ld.so ignores such a file and
 falls back to its default directories, and so do we.
@@ -143,7 +151,7 @@ class LdCache:
         return len(self.entries)
 
     def lookup(self, name: str, accepted_flags: frozenset[int],
-               hwcaps: Sequence[str] = ()) -> str | None:
+               hwcaps: Sequence[str] = (), *, legacy_entries: bool = True) -> str | None:
         """The path ld.so takes from the cache for ``name``, or None.
 
         ``accepted_flags`` are the flag values the requesting loader accepts
@@ -151,7 +159,9 @@ class LdCache:
         subdirectories it supports, best first.  Like ld.so, a binary search
         finds the run of entries with this name; among them a supported
         glibc-hwcaps entry of the best priority wins, else the first plain one.
-        Entries that need a legacy hwcap (other than ``tls``) are not taken.
+        Entries that need a legacy hwcap (other than ``tls``) are not taken;
+        with ``legacy_entries`` False (glibc 2.40 and later) no entry with
+        any legacy hwcap bit, ``tls`` included, is taken.
         """
         first = self._first_index(name)
         if first is None:
@@ -172,7 +182,7 @@ class LdCache:
                 continue
             if best is not None:
                 break  # glibc-hwcaps entries sort before plain ones
-            if entry.hwcap & ~_HWCAP_TLS:
+            if entry.hwcap & (~_HWCAP_TLS if legacy_entries else ~0):
                 continue
             return entry.path
         return best

@@ -1,6 +1,13 @@
 """The objects ld.so loads for a program or library, in the order their initializers run.
 
-``dependency_closure`` follows glibc's loader (2.35 and later) step by step:
+``dependency_closure`` follows glibc's loader step by step, as glibc 2.35
+to 2.42 behave (older versions are refused; see ``loader.host``).  What
+the loader takes from the machine comes from one ``HostProfile``: the
+glibc version, the machine and CPU ($PLATFORM, hwcap names, the x86-64
+ISA level), LD_LIBRARY_PATH, the ld.so.cache file and the system
+directories.  ``HostProfile.of_this_host()`` reads this machine; a caller
+analysing files built for another target passes that target's profile,
+and nothing of this machine is read.
 
 * ``_dl_map_object``: a needed name is first matched against the objects
   already loaded (the names they were requested by, their path, their
@@ -9,7 +16,9 @@
   (only when the requester has no DT_RUNPATH; an object's DT_RPATH is
   ignored when it also has DT_RUNPATH), LD_LIBRARY_PATH, DT_RUNPATH of the
   requester alone, /etc/ld.so.cache, the default directories.  Under each
-  directory the glibc-hwcaps and legacy hwcaps subdirectories come first.
+  directory the glibc-hwcaps subdirectories come first; before glibc 2.37
+  the legacy hwcaps subdirectories follow them (the power set of the
+  hwcap names, $PLATFORM and ``tls``), 2.37 removed those.
   ``$ORIGIN``, ``$LIB`` and ``$PLATFORM`` are expanded; a file of another
   ELF class or machine is skipped, and a found file that is the same file
   (device and inode) as one already loaded is that object.
@@ -20,6 +29,13 @@
   cycles, and the root forced back to the end of the run order.
 * ``_dl_init``: a DF_1_INITFIRST object first, then the sorted list from
   the last entry to the first.
+
+Not modelled: secure-execution (setuid) programs, which ignore
+LD_LIBRARY_PATH; ld.so's memory of search directories found missing
+(which only saves system calls, except before glibc 2.38 for a search
+path naming ``/`` and before 2.39 for a relative element naming a file);
+cache entries that need a legacy hwcap bit other than ``tls``, which
+ldconfig stopped writing in 2.37.
 
 The root is treated as the main program when it is an executable
 (ET_EXEC, or DF_1_PIE, or a PT_INTERP without a DT_SONAME): the DFS sort
@@ -56,6 +72,7 @@ from elfpatch.elf.constants import (
 from elfpatch.elf.file import ElfFile, ElfHeader
 from elfpatch.errors import ElfpatchError
 from elfpatch.loader.cache import LdCache, accepted_cache_flags, read_ld_cache
+from elfpatch.loader.host import HostProfile
 from elfpatch.regular_file import NOT_REGULAR
 
 DF_1_INITFIRST = 0x20
@@ -110,7 +127,7 @@ class Closure:
 
 @dataclass(frozen=True)
 class LoaderProfile:
-    """The values ld.so takes from the machine it runs on.
+    """The values ld.so for objects like one ELF header takes from the host it runs on.
 
     ``subdirectories`` are tried under every search directory, best first;
     the last is ``""``, the directory itself.
@@ -126,6 +143,7 @@ class LoaderProfile:
     subdirectories: tuple[str, ...]
     cache_flags: frozenset[int]
     cache_hwcaps: tuple[str, ...]  # glibc-hwcaps names, best first
+    host: HostProfile
 
 
 _TRIPLETS = {
@@ -153,25 +171,35 @@ _INTERPRETERS = {
     (EM_LOONGARCH, 64): "/lib64/ld-linux-loongarch-lp64d.so.1",
 }
 
-# x86-64 ISA levels (glibc-hwcaps/x86-64-vN) by the /proc/cpuinfo flags they need.
-_X86_64_LEVELS = (
-    ("x86-64-v2", ("cx16", "lahf_lm", "popcnt", "pni", "sse4_1", "sse4_2", "ssse3")),
-    ("x86-64-v3", ("avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "abm", "movbe", "xsave")),
-    ("x86-64-v4", ("avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl")),
-)
-_HASWELL = ("avx2", "fma", "bmi1", "bmi2", "abm", "movbe", "popcnt")
+
+def loader_profile(header: ElfHeader, interpreter: str | None = None,
+                   host: HostProfile | None = None) -> LoaderProfile:
+    """What ld.so for objects like ``header`` uses on ``host`` (None: this machine, read now)."""
+    host = host or HostProfile.of_this_host()
+    system_dirs, lib = _system_layout(header, host)
+    capabilities = host.capabilities(header.machine)
+    legacy: tuple[str, ...] = ("",)
+    if host.searches_legacy_hwcaps:
+        platform = [capabilities.platform] if capabilities.platform else []
+        legacy = _legacy_subdirectories([*capabilities.hwcap_names, *platform, "tls"])
+    hwcaps = capabilities.glibc_hwcaps
+    return LoaderProfile(
+        header.machine, header.elf_class, header.little_endian,
+        interpreter or _INTERPRETERS.get((header.machine, header.elf_class)),
+        capabilities.platform, lib, system_dirs,
+        tuple(f"glibc-hwcaps/{name}/" for name in hwcaps) + legacy,
+        accepted_cache_flags(header.machine, header.elf_class, header.flags), hwcaps, host)
 
 
-def loader_profile(header: ElfHeader, interpreter: str | None = None) -> LoaderProfile:
-    """What ld.so for objects like ``header`` uses on this machine (Debian's layout)."""
-    key = (header.machine, header.elf_class)
-    triplet = _TRIPLETS.get(key)
+def _system_layout(header: ElfHeader, host: HostProfile) -> tuple[tuple[str, ...], str]:
+    """ld.so's trusted system directories and $LIB for this ABI on ``host``."""
+    triplet = _TRIPLETS.get((header.machine, header.elf_class))
     if header.machine == EM_ARM:
         hard = header.flags & _EF_ARM_ABI_FLOAT_HARD
         triplet = "arm-linux-gnueabihf" if hard else "arm-linux-gnueabi"
-    if key == (EM_PPC64, 64) and not header.little_endian:
+    if (header.machine, header.elf_class) == (EM_PPC64, 64) and not header.little_endian:
         triplet = "powerpc64-linux-gnu"
-    if triplet and Path("/usr/lib", triplet).is_dir():
+    if triplet and host.multiarch:
         system_dirs: tuple[str, ...] = (f"/lib/{triplet}/", f"/usr/lib/{triplet}/", "/lib/",
                                         "/usr/lib/")
         lib = f"lib/{triplet}"
@@ -179,69 +207,13 @@ def loader_profile(header: ElfHeader, interpreter: str | None = None) -> LoaderP
         system_dirs, lib = ("/lib64/", "/usr/lib64/"), "lib64"
     else:
         system_dirs, lib = ("/lib/", "/usr/lib/"), "lib"
-    platform, hwcap_names, hwcaps = _capabilities(header)
-    legacy = _legacy_subdirectories([*hwcap_names, *([platform] if platform else []), "tls"])
-    return LoaderProfile(
-        header.machine, header.elf_class, header.little_endian,
-        interpreter or _INTERPRETERS.get(key), platform, lib, system_dirs,
-        tuple(f"glibc-hwcaps/{name}/" for name in hwcaps) + legacy,
-        accepted_cache_flags(header.machine, header.elf_class, header.flags), hwcaps)
-
-
-def _capabilities(header: ElfHeader) -> tuple[str | None, list[str], tuple[str, ...]]:
-    """($PLATFORM, legacy hwcap names by bit, glibc-hwcaps names best first)."""
-    if header.machine in (EM_X86_64, EM_386) and os.uname().machine in ("x86_64", "i686"):
-        vendor, flags = _cpuinfo()
-        if header.machine == EM_386:
-            return "i686", ["sse2"] if "sse2" in flags else [], ()
-        return _x86_64_capabilities(vendor, flags)
-    if header.machine == EM_X86_64:
-        return "x86_64", ["x86_64"], ()
-    if header.machine == EM_386:
-        return "i686", ["sse2"], ()
-    if header.machine == EM_AARCH64:
-        return "aarch64", [], ()
-    return None, [], ()
-
-
-def _x86_64_capabilities(vendor: str, flags: frozenset[str]
-                         ) -> tuple[str | None, list[str], tuple[str, ...]]:
-    """glibc 2.36's x86-64 choices (sysdeps/x86/cpu-features.c, dl-hwcaps-subdirs.c)."""
-    platform = "x86_64"
-    names = ["x86_64"]
-    if vendor == "GenuineIntel":
-        if {"avx512cd", "avx512er", "avx512pf"} <= flags:
-            platform = "xeon_phi"
-        elif "avx512cd" in flags and "avx512er" not in flags and \
-                {"avx512bw", "avx512dq", "avx512vl"} <= flags:
-            names.append("avx512_1")
-        if platform == "x86_64" and set(_HASWELL) <= flags:
-            platform = "haswell"
-    levels: list[str] = []
-    for name, needs in _X86_64_LEVELS:
-        if not set(needs) <= flags:
-            break
-        levels.append(name)
-    return platform, names, tuple(reversed(levels))
-
-
-def _cpuinfo() -> tuple[str, frozenset[str]]:
-    vendor, flags = "", frozenset[str]()
-    try:
-        with Path("/proc/cpuinfo").open() as handle:
-            for line in handle:
-                key, _, value = line.partition(":")
-                if key.strip() == "vendor_id" and not vendor:
-                    vendor = value.strip()
-                elif key.strip() == "flags":
-                    return vendor, frozenset(value.split())
-    except OSError:
-        pass
-    return vendor, flags
+    if host.system_dirs is not None:
+        system_dirs = tuple(d if d.endswith("/") else d + "/" for d in host.system_dirs)
+    return system_dirs, lib
 
 
 def _legacy_subdirectories(parts: list[str]) -> tuple[str, ...]:
-    """ld.so's power set of hwcap names, platform and "tls", most specific first."""
+    """ld.so's power set of hwcap names, platform and "tls", most specific first (glibc < 2.37)."""
     subdirectories = []
     for mask in range((1 << len(parts)) - 1, -1, -1):
         chosen = [parts[i] for i in reversed(range(len(parts))) if mask >> i & 1]
@@ -290,19 +262,25 @@ _OTHER = "other"  # a file of another class or machine: ld.so skips it
 
 def dependency_closure(root: Path | str, *, ld_library_path: str | None = None,
                        sort_algorithm: int = 2, cache: LdCache | None = None,
-                       profile: LoaderProfile | None = None) -> Closure:
+                       profile: LoaderProfile | None = None,
+                       host: HostProfile | None = None) -> Closure:
     """Every object ld.so loads for ``root``, in the order their initializers run.
 
-    ``ld_library_path`` None reads ``$LD_LIBRARY_PATH``; pass "" for none.
+    ``host`` is the machine the program runs on; None takes ``profile``'s
+    host, else reads this machine (``HostProfile.of_this_host()``).
+    ``ld_library_path`` None takes the host's; pass "" for none.
     ``sort_algorithm`` is ``glibc.rtld.dynamic_sort``: 2 (DFS, the default
     since glibc 2.35) or 1 (the original algorithm).  ``cache`` defaults to
-    /etc/ld.so.cache, ``profile`` to this machine's loader for ``root``.
+    the host's ld.so.cache file, ``profile`` to the host's loader for ``root``.
     """
     if sort_algorithm not in (1, 2):
         raise ValueError(f"sort_algorithm must be 1 or 2, not {sort_algorithm!r}")
+    if host is not None and profile is not None and profile.host != host:
+        raise ValueError("profile was built for another host than the one given")
+    host = host or (profile.host if profile is not None else HostProfile.of_this_host())
     if ld_library_path is None:
-        ld_library_path = os.environ.get("LD_LIBRARY_PATH", "")
-    walk = _Walk(Path(root), ld_library_path, cache, profile)
+        ld_library_path = host.ld_library_path
+    walk = _Walk(Path(root), ld_library_path, cache, profile, host)
     walk.load_dependencies()
     initfini = walk.sorted_maps(sort_algorithm)
     run_order = walk.run_order(initfini)
@@ -314,10 +292,10 @@ class _Walk:
     """ld.so's state while it maps one root and its dependencies."""
 
     def __init__(self, root: Path, ld_library_path: str, cache: LdCache | None,
-                 profile: LoaderProfile | None) -> None:
+                 profile: LoaderProfile | None, host: HostProfile) -> None:
         with ElfFile.open(root) as elf:
             self.header = elf.header
-            self.profile = profile or loader_profile(elf.header, _interpreter(elf))
+            self.profile = profile or loader_profile(elf.header, _interpreter(elf), host)
             self.root = self._root_object(root, elf)
         self.cache = cache
         self.chain: list[_Object] = [self.root]  # the namespace's list, in load order
@@ -444,9 +422,11 @@ class _Walk:
                 yield f"{directory}{subdirectory}{name}"
 
     def _cached(self, name: str) -> str | None:
+        host = self.profile.host
         if self.cache is None:
-            self.cache = read_ld_cache()
-        return self.cache.lookup(name, self.profile.cache_flags, self.profile.cache_hwcaps)
+            self.cache = read_ld_cache(host.cache_path) if host.cache_path else LdCache()
+        return self.cache.lookup(name, self.profile.cache_flags, self.profile.cache_hwcaps,
+                                 legacy_entries=host.takes_legacy_cache_entries)
 
     # -- search paths and dynamic string tokens ------------------------------------------
     def _directories(self, paths: str, separators: str, owner: _Object) -> list[str]:
