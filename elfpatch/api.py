@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from elfpatch.analysis.check import CheckResult
     from elfpatch.analysis.init_order import InitsResult
     from elfpatch.analysis.unique import FileScan
+    from elfpatch.loader.host import HostProfile
     from elfpatch.policy import Policy
     from elfpatch.service.fix import FixResult
     from elfpatch.service.wheel_fix import WheelsResult
@@ -118,11 +119,14 @@ def repair_wheels(wheels: Paths, wheel_dir: PathLike | None = None, *, mode: str
 
 
 def inits(paths: Paths, *, closure: bool = False, sort_algorithm: int = 2,
-          follow_code: bool = True, keep_going: bool = False) -> InitsResult:
+          follow_code: bool = True, host: HostProfile | None = None,
+          keep_going: bool = False) -> InitsResult:
     """Static initializers in run order and their risks; ``closure`` follows DT_NEEDED.
 
     ``follow_code=False`` lists the initializers without reading their machine
-    code: fast, and no risks.
+    code: fast, and no risks.  ``host`` describes the system the closure is
+    resolved for (``elfpatch.loader.host.HostProfile``: glibc version, CPU,
+    LD_LIBRARY_PATH, ld.so.cache); by default, this machine.
     """
     from elfpatch.service.inits import analyse_closure, analyse_paths
 
@@ -137,7 +141,7 @@ def inits(paths: Paths, *, closure: bool = False, sort_algorithm: int = 2,
             raise UsageError(given[0], "the closure starts from one ELF file, not a wheel",
                              hint="unpack the wheel and give the library or program to start "
                              "from (the loader resolves DT_NEEDED on disk)")
-        result = analyse_closure(given[0], sort_algorithm, follow_code=follow_code)
+        result = analyse_closure(given[0], sort_algorithm, follow_code=follow_code, host=host)
     else:
         result = analyse_paths(given, follow_code=follow_code)
     _raise_first(result.errors, keep_going)

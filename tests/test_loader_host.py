@@ -353,3 +353,19 @@ def test_importing_the_loader_probes_nothing() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0, done.stderr
+
+
+def test_the_api_resolves_the_closure_for_the_host_given(layout: Layout) -> None:
+    """``elfpatch.inits(..., closure=True, host=...)``: the objects listed are that host's."""
+    import elfpatch
+
+    old = this_host(ld_library_path=layout.env_dir)
+    new = dataclasses.replace(old, glibc=(2, 37))
+    paths = {glibc: {Path(entry.path).relative_to(layout.folder).as_posix()
+                     for entry in elfpatch.inits(layout.program, closure=True, host=host,
+                                                 follow_code=False).closure or ()
+                     if Path(entry.path).is_relative_to(layout.folder)}
+             for glibc, host in (("2.36", old), ("2.37", new))}
+    assert {"rpath/tls/libT.so", "rpath/x86_64/libX.so"} <= paths["2.36"]
+    assert {"rpath/libT.so", "rpath/libX.so"} <= paths["2.37"]
+    assert "rpath/tls/libT.so" not in paths["2.37"]

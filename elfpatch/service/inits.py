@@ -27,6 +27,7 @@ from elfpatch.analysis.risks import (
 from elfpatch.elf.file import ElfFile
 from elfpatch.errors import ElfpatchError
 from elfpatch.loader.closure import dependency_closure
+from elfpatch.loader.host import HostProfile
 from elfpatch.service.parallel import run_alongside
 from elfpatch.service.runner import run_per_file
 
@@ -38,9 +39,11 @@ def analyse_paths(paths: Iterable[str], follow_code: bool = True) -> InitsResult
     return InitsResult(tuple(outcome.results), None, (), tuple(outcome.errors))
 
 
-def analyse_closure(root: str, sort_algorithm: int, follow_code: bool = True) -> InitsResult:
-    """Every object the loader brings in for ``root``, in the order their initializers run."""
-    closure = dependency_closure(Path(root), sort_algorithm=sort_algorithm)
+def analyse_closure(root: str, sort_algorithm: int, follow_code: bool = True,
+                    host: HostProfile | None = None) -> InitsResult:
+    """Every object the loader brings in for ``root`` on ``host`` (default: this machine),
+    in the order their initializers run."""
+    closure = dependency_closure(Path(root), sort_algorithm=sort_algorithm, host=host)
     reports: list[ObjectReport] = []
     states: list[ObjectInitialisation] = []
     errors: list[ElfpatchError] = []
