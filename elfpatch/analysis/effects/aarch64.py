@@ -1,17 +1,31 @@
 """aarch64: the instructions that move addresses, read and write memory, call and jump.
 
-capstone's text is read: ``adrp x0, 0x4000`` + ``add x0, x0, #0x10`` (an
-address), ``adrp`` + ``ldr x0, [x0, #0xfd8]`` (a GOT slot), ``bl 0x6c0`` (a
+capstone's text is read: ``adrp x0, #0x4000`` + ``add x0, x0, #0x10`` (an
+address), ``adrp`` + ``ldr x0, [x0, #0xfd8]`` (a GOT slot), ``bl #0x6c0`` (a
 call), loads and stores with pre- and post-index writeback.  Arguments are
 passed in x0-x7 (AAPCS64); spills go to ``[sp, #n]`` or ``[x29, #n]``.
+
+What is read from capstone (``disasm_lite``, no detail mode), and relied on:
+the mnemonic (conditions as ``b.eq``); the operand string, operands
+separated by ``", "``, the destination (or the registers transferred)
+first; registers as ``x0``/``w0``, ``sp``, ``xzr``/``wzr`` (``fp``/``lr``
+are accepted too); immediates and branch targets as ``#0x...`` (``#`` and
+decimal below 10), an ``adrp`` target as the page's absolute address;
+memory as ``[base]``, ``[base, #off]``, ``[base, reg{, extend}]``, with
+``!`` after the bracket for pre-index and ``, #off`` after it for
+post-index writeback; ``add``'s shifted immediate as ``, lsl #12``.
+
+Detail mode (structured operands) costs several times the walk itself
+(see ``x86_64``), so the text is read; ``tests/test_effects_corpus.py``
+pins capstone's text for these forms and what this walker makes of it.
 """
 
 from __future__ import annotations
 
 import re
 
-from elfpatch.analysis.effects.addresses import EM_AARCH64
 from elfpatch.analysis.effects.walk import FunctionWalk, Value, immediate
+from elfpatch.elf.constants import EM_AARCH64
 
 MACHINE = EM_AARCH64
 

@@ -18,7 +18,7 @@ import re
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from elfpatch.analysis.effects.addresses import EM_X86_64, AddressIndex
+from elfpatch.analysis.effects.addresses import AddressIndex
 from elfpatch.analysis.effects.summary import (
     CALL,
     HOOK,
@@ -45,7 +45,7 @@ from elfpatch.analysis.effects.summary import (
     unseen_use,
 )
 from elfpatch.analysis.effects.walk import FunctionWalk, Target, decode_in_chunks, got_target
-from elfpatch.elf.constants import ET_EXEC, PT_LOAD
+from elfpatch.elf.constants import EM_X86_64, ET_EXEC, PT_LOAD
 from elfpatch.elf.file import ElfFile
 from elfpatch.errors import ElfpatchError, UnsupportedElfError
 
@@ -104,7 +104,7 @@ class EffectsAnalyzer:
         self._sweep_budget = MAX_PARAMETER_SWEEPS
         self._targets: dict[int, Target] = {}
         self._written: dict[int, frozenset[str] | None] = {}
-        self._decode_error: type[Exception] = ElfpatchError  # capstone's, once imported
+        self._decode_errors = _decode_errors()
         # ET_EXEC: code may hold data addresses as immediates (mov esi, OFFSET obj).
         self.fixed_addresses = elf.header.type == ET_EXEC
         loads = [s for s in elf.segments if s.type == PT_LOAD]
@@ -121,10 +121,14 @@ class EffectsAnalyzer:
 
     @cached_property
     def disassembler(self) -> Cs:
+        """The engine every sweep uses: mnemonic and operand text only (``disasm_lite``),
+        several times faster than detail mode."""
         return self._capstone(detail=False)
 
     @cached_property
     def detailed(self) -> Cs:
+        """Structured operands, for the few instructions whose text does not say enough
+        (whether an x86 memory operand is read or written)."""
         return self._capstone(detail=True)
 
     def _capstone(self, detail: bool) -> Cs:
@@ -138,7 +142,6 @@ class EffectsAnalyzer:
         else:
             engine = capstone.Cs(capstone.CS_ARCH_ARM64, capstone.CS_MODE_ARM)
         engine.detail = detail
-        self._decode_error = capstone.CsError
         return engine
 
     # -- composing -----------------------------------------------------------------
@@ -351,7 +354,7 @@ class EffectsAnalyzer:
                 if inner is None:
                     return None
                 written |= inner | (walk.CALL_WRITES if is_call else frozenset())
-        except (ElfpatchError, self._decode_error):
+        except self._decode_errors:
             return None
         if reached < address + size:  # bytes that do not decode
             return None
@@ -375,8 +378,18 @@ class EffectsAnalyzer:
             return incomplete(STOP_UNREADABLE)
         try:
             summary = self._walk(self, address, code, bool(size), parameters).run()
-        except (ElfpatchError, self._decode_error):  # code that does not decode
+        except self._decode_errors:  # code that does not decode
             return incomplete(STOP_UNKNOWN_INSTRUCTION)
         if size > MAX_FUNCTION_BYTES:
             summary.stop(STOP_SIZE_CAP)
         return summary
+
+
+def _decode_errors() -> tuple[type[Exception], ...]:
+    """What reading code may raise: our errors, and capstone's where it is installed
+    (without it nothing is decoded, and the engine's absence is reported on first use)."""
+    try:
+        from capstone import CsError
+    except ImportError:
+        return (ElfpatchError,)
+    return (ElfpatchError, CsError)

@@ -14,7 +14,10 @@ a read: only a load or store through the address touches the object, and
 a pointer handed to a call is what that call does with it.
 
 Subclasses, one per instruction set (``x86_64.py``, ``aarch64.py``), turn
-mnemonics into these steps.
+mnemonics into these steps.  They read capstone's printed text (mnemonic and
+operand string, from ``disasm_lite``): each one's docstring lists the forms
+it relies on, and ``tests/test_effects_corpus.py`` pins capstone's output
+for them and the events derived from it.
 """
 
 from __future__ import annotations

@@ -5,6 +5,29 @@ rax, qword ptr [rip + 0x2d3a]`` (a GOT slot), ``call 0x10a0`` (a PLT stub).
 A fixed-address executable may also hold data addresses as immediates and
 absolute displacements.  Arguments are passed in rdi, rsi, rdx, rcx, r8, r9
 (System V); spills go to ``[rbp - n]`` (-O0) or ``[rsp + n]``.
+
+What is read from capstone, and relied on:
+
+- from ``disasm_lite`` (no detail): the mnemonic, with its prefixes as
+  words (``bnd jmp``, ``notrack jmp``, ``rep stosq``), and the operand
+  string: operands separated by ``", "``, the destination first; register
+  names in lower case; numbers as ``0x``-prefixed hexadecimal (decimal
+  below 10); memory as ``<size> ptr [base + index*scale +/- disp]`` with a
+  segment before the bracket (``fs:[rax]``), a rip-relative one as ``[rip
+  + 0x...]`` relative to the next instruction; a direct branch target as a
+  bare absolute address;
+- from detail mode, only in ``memory_access`` (a few instructions per
+  function): whether the memory operand (``X86_OP_MEM``) is read or
+  written (``op.access``).
+
+Detail mode for every instruction would replace the text with structured
+operands, but it costs several times the whole walk (measured on
+libtorch_cpu.so: the walk took 2.1 s of CPU, decoding the same code with
+detail and reading its operands 6.2 s), so the text is read, and
+``tests/test_effects_corpus.py`` pins both capstone's text for the forms
+above and what this walker makes of it: a capstone whose printer changes
+fails that test (``pyproject.toml`` caps capstone at the major release
+the corpus was recorded with).
 """
 
 from __future__ import annotations
@@ -13,8 +36,8 @@ import re
 import struct
 from typing import TYPE_CHECKING
 
-from elfpatch.analysis.effects.addresses import EM_X86_64
 from elfpatch.analysis.effects.walk import FunctionWalk, Value, immediate, number
+from elfpatch.elf.constants import EM_X86_64
 from elfpatch.errors import ElfpatchError
 
 if TYPE_CHECKING:
