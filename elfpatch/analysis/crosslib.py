@@ -59,20 +59,16 @@ def dynamic_symbols(elf: ElfFile, label: str) -> LibrarySymbols:
     table = read_dynsym(elf)
     if table is None:
         return info
+    bindings, shndxs = table.bindings, table.shndxs
+    exported = set(table.exported_indices())
     for index, name in _named_entries(table):
-        binding = table.infos[index] >> 4
-        if table.shndxs[index] == C.SHN_UNDEF:
-            if binding != C.STB_LOCAL:
+        if shndxs[index] == C.SHN_UNDEF:
+            if bindings[index] != C.STB_LOCAL:
                 info.undefined.add(name)
-        elif binding == C.STB_GNU_UNIQUE:
-            info.unique_defined.add(name)
-        elif binding in (C.STB_GLOBAL, C.STB_WEAK) and _exported(table, index):
-            info.other_defined.add(name)
+        elif index in exported:
+            unique = bindings[index] == C.STB_GNU_UNIQUE
+            (info.unique_defined if unique else info.other_defined).add(name)
     return info
-
-
-def _exported(table: SymbolTable, index: int) -> bool:
-    return table.others[index] & 0x3 in (C.STV_DEFAULT, C.STV_PROTECTED)
 
 
 def _named_entries(table: SymbolTable) -> list[tuple[int, str]]:

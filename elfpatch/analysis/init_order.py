@@ -274,7 +274,7 @@ def _thread_bodies(elf: ElfFile) -> list[int]:
         return []
     picked = compress(range(table.count), map(names.__contains__, table.name_offsets))
     return [table.values[i] for i in picked
-            if table.shndxs[i] != C.SHN_UNDEF and table.infos[i] & 0xF == C.STT_FUNC]
+            if table.defined(i) and table.symbol_type(i) == C.STT_FUNC]
 
 
 def _coverage(analysed: list[AnalysedInitializer], exit_code: dict[int, Effects]) -> Coverage:
@@ -288,8 +288,8 @@ def _coverage(analysed: list[AnalysedInitializer], exit_code: dict[int, Effects]
 
 
 def exported_definitions(elf: ElfFile) -> frozenset[str]:
+    """Names of the definitions .dynsym exports (``SymbolTable.exported_indices``)."""
     table = read_dynsym(elf)
     if table is None:
         return frozenset()
-    return frozenset(table.name(i) for i in range(1, table.count)
-                     if table.shndxs[i] != C.SHN_UNDEF and table.infos[i] >> 4 != C.STB_LOCAL)
+    return frozenset(map(table.name, table.exported_indices()))

@@ -143,7 +143,7 @@ class SymbolNamer:
     def __init__(self, elf: ElfFile) -> None:
         self.symtab = read_symtab(elf)
         self.tables = [t for t in (self.symtab, read_dynsym(elf)) if t is not None]
-        self.thumb = elf.header.machine == 40
+        self.thumb = elf.header.machine == C.EM_ARM
         self.files: dict[int, str] = {}  # address -> STT_FILE name, found along with names
 
     def names(self, addresses: Iterable[int]) -> dict[int, str]:
@@ -166,11 +166,11 @@ class SymbolNamer:
     def _note_file(self, address: int, indices: list[int]) -> None:
         """The STT_FILE symbol before a local symbol names its translation unit."""
         assert self.symtab is not None
-        infos = self.symtab.infos
+        table = self.symtab
         # The function's own symbol: a mapping symbol ($x) of another file may share
         # its address.
-        local = next((i for i in indices if infos[i] >> 4 == C.STB_LOCAL
-                      and infos[i] & 0xF in (C.STT_FUNC, C.STT_GNU_IFUNC)), None)
+        local = next((i for i in indices if table.binding(i) == C.STB_LOCAL
+                      and table.symbol_type(i) in _FUNCTION_TYPES), None)
         if local is None:
             return
         k = bisect_right(self._file_symbols, local) - 1
@@ -182,19 +182,18 @@ class SymbolNamer:
     @cached_property
     def _file_symbols(self) -> list[int]:
         assert self.symtab is not None
-        return list(compress(range(self.symtab.count),
-                             self.symtab.infos.translate(_FILE_INFO)))
+        return self.symtab.indices_with(types=(C.STT_FILE,))
 
 
-_FILE_INFO = bytes(1 if b & 0xF == C.STT_FILE else 0 for b in range(256))
+_FUNCTION_TYPES = (C.STT_FUNC, C.STT_GNU_IFUNC)
 
 
 def _best_symbol(table: SymbolTable, indices: list[int]) -> int:
     """Prefer the compiler's TU initializer name, then functions, then globals."""
     def rank(index: int) -> tuple[bool, bool, bool]:
         name_is_tu = table.name(index).startswith("_GLOBAL__")
-        is_function = table.infos[index] & 0xF in (C.STT_FUNC, C.STT_GNU_IFUNC)
-        return (not name_is_tu, not is_function, table.infos[index] >> 4 == C.STB_LOCAL)
+        is_function = table.symbol_type(index) in _FUNCTION_TYPES
+        return (not name_is_tu, not is_function, table.binding(index) == C.STB_LOCAL)
     return min(indices, key=rank)
 
 
@@ -285,13 +284,13 @@ def _with_nearest(elf: ElfFile, entries: list[InitializerEntry]) -> list[Initial
 
 
 def _exported_functions(elf: ElfFile) -> list[tuple[int, str]]:
-    """(address, name) of the functions .dynsym defines, by address."""
+    """(address, name) of the functions .dynsym exports, by address."""
     table = read_dynsym(elf)
     if table is None:
         return []
-    infos, shndxs, values = table.infos, table.shndxs, table.values
-    return sorted((values[i], table.name(i)) for i in range(1, table.count)
-                  if infos[i] & 0xF == C.STT_FUNC and shndxs[i] != C.SHN_UNDEF and values[i])
+    types, values = table.symbol_types, table.values
+    return sorted((values[i], table.name(i)) for i in table.exported_indices()
+                  if types[i] == C.STT_FUNC and values[i])
 
 
 def _is_sentinel(location: ArrayLocation, slot: ArraySlot) -> bool:
@@ -338,7 +337,7 @@ def list_initializers(elf: ElfFile, path: str, member: str | None = None) -> Obj
 def _key(elf: ElfFile, address: int | None) -> int | None:
     if address is None:
         return None
-    return address & ~1 if elf.header.machine == 40 else address
+    return address & ~1 if elf.header.machine == C.EM_ARM else address
 
 
 def _is_executable(elf: ElfFile) -> bool:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from elfpatch.cxxnames import enclosing_scope
 from elfpatch.demangle import demangle
 from elfpatch.elf import constants as C
 from elfpatch.elf.file import ElfFile
@@ -90,24 +91,11 @@ def classify(name: str, demangled: str) -> str:
         return KIND_INLINE_VARIABLE
     if not name.startswith("_Z") or demangled == name:
         return KIND_OTHER
-    scope = _enclosing_scope(demangled)
+    scope = enclosing_scope(demangled)
     if scope is None:
         return KIND_OTHER
     is_template = "<" in scope or scope.startswith(_TEMPLATE_ABBREVIATIONS)
     return KIND_TEMPLATE_STATIC_MEMBER if is_template else KIND_INLINE_VARIABLE
-
-
-def _enclosing_scope(demangled: str) -> str | None:
-    """``ns::Cls<int>`` of ``ns::Cls<int>::member``, ignoring ``::`` inside <>."""
-    depth, cut = 0, -1
-    for i, char in enumerate(demangled):
-        if char == "<":
-            depth += 1
-        elif char == ">":
-            depth -= 1
-        elif char == ":" and depth == 0 and demangled.startswith("::", i):
-            cut = i
-    return demangled[:cut] if cut > 0 else None
 
 
 def unique_symbols(elf: ElfFile, table: SymbolTable) -> list[UniqueSymbol]:

@@ -16,17 +16,6 @@ from elfpatch.elf.file import ElfFile
 from elfpatch.elf.relocations import dynamic_relocation_tables, relr_addresses
 from elfpatch.elf.symbols import read_dynsym
 
-# Relocation types per e_machine: (relative, absolute word-sized).
-RELOCATION_KINDS: dict[int, tuple[set[int], set[int]]] = {
-    62: ({8}, {1}),  # x86-64: R_X86_64_RELATIVE, R_X86_64_64
-    3: ({8}, {1}),  # i386: R_386_RELATIVE, R_386_32
-    183: ({1027}, {257}),  # aarch64: R_AARCH64_RELATIVE, R_AARCH64_ABS64
-    40: ({23}, {2}),  # arm: R_ARM_RELATIVE, R_ARM_ABS32
-    21: ({22}, {38}),  # ppc64: R_PPC64_RELATIVE, R_PPC64_ADDR64
-    22: ({12}, {22}),  # s390x: R_390_RELATIVE, R_390_64
-    243: ({3}, {2}),  # riscv: R_RISCV_RELATIVE, R_RISCV_64
-}
-
 
 @dataclass(frozen=True)
 class ArraySlot:
@@ -74,8 +63,10 @@ class SlotResolver:
 
     def __init__(self, elf: ElfFile, locations: list[ArrayLocation]) -> None:
         self.elf = elf
-        relative, absolute = RELOCATION_KINDS.get(elf.header.machine, (set(), set()))
-        self.relative, self.absolute = relative, absolute
+        # -1 matches no relocation: a machine not listed resolves nothing by relocation.
+        kinds = C.RELOCATIONS.get(elf.header.machine)
+        self.relative = kinds.relative if kinds is not None else -1
+        self.absolute = kinds.absolute if kinds is not None else -1
         self.by_slot = self._relocations_in(locations)
         spans = [(loc.address, loc.address + loc.size) for loc in locations]
         self.relr = {a for a in relr_addresses(elf) if any(lo <= a < hi for lo, hi in spans)}
@@ -112,10 +103,10 @@ class SlotResolver:
         relocation = self.by_slot.get(address)
         if relocation is not None:
             rtype, symbol_index, addend, is_rela = relocation
-            if rtype in self.relative:
+            if rtype == self.relative:
                 # RELA carries the target in the addend; REL keeps it in the slot.
                 return ArraySlot(index, address, addend if is_rela else stored, None, "relative")
-            if rtype in self.absolute and self._dynsym is not None \
+            if rtype == self.absolute and self._dynsym is not None \
                     and symbol_index < self._dynsym.count:
                 symbol = self._dynsym.row(symbol_index)
                 if symbol.defined:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 from array import array
+from collections.abc import Collection
 
 _TYPECODE = {1: "B", 2: "H", 4: "I", 8: "Q"}
 _HOST_LITTLE = sys.byteorder == "little"
@@ -39,6 +40,12 @@ def byte_column(table: memoryview, entsize: int, offset: int) -> bytes:
     """One byte of each record, as a bytes object (searchable with ``re``)."""
     count = len(table) // entsize
     return table[offset : count * entsize : entsize].tobytes()
+
+
+def byte_mask(wanted: Collection[int]) -> bytes:
+    """A ``bytes.translate`` table mapping each wanted byte value to 1 and every other
+    to 0: a byte column translated through it, ``itertools.compress`` picks the rows."""
+    return bytes(1 if b in wanted else 0 for b in range(256))
 
 
 def pack_column(values: array, little_endian: bool) -> bytes:

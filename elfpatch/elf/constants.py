@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 ELF_MAGIC = b"\x7fELF"
 
 ELFCLASS32 = 1
@@ -79,6 +81,39 @@ STV_PROTECTED = 3
 VISIBILITY_NAMES = {STV_DEFAULT: "DEFAULT", STV_INTERNAL: "INTERNAL", STV_HIDDEN: "HIDDEN",
                     STV_PROTECTED: "PROTECTED"}
 
+
+# st_info and st_other, taken apart and put together as <elf.h>'s ELF64_ST_BIND,
+# ELF64_ST_TYPE, ELF64_ST_INFO and ELF64_ST_VISIBILITY do (the same for ELF32).
+def st_bind(info: int) -> int:
+    """The binding (STB_*) of an st_info byte."""
+    return info >> 4
+
+
+def st_type(info: int) -> int:
+    """The type (STT_*) of an st_info byte."""
+    return info & 0xF
+
+
+def st_info(bind: int, symbol_type: int) -> int:
+    """The st_info byte of a binding and a type."""
+    return (bind << 4) | (symbol_type & 0xF)
+
+
+def st_visibility(other: int) -> int:
+    """The visibility (STV_*) of an st_other byte."""
+    return other & 0x3
+
+
+def with_visibility(other: int, visibility: int) -> int:
+    """``other`` with its visibility bits replaced, every other bit kept."""
+    return (other & ~0x3 & 0xFF) | visibility
+
+
+# ``bytes.translate`` tables: a whole st_info (st_other) column decoded in C.
+BINDING_OF_INFO = bytes(st_bind(b) for b in range(256))
+TYPE_OF_INFO = bytes(st_type(b) for b in range(256))
+VISIBILITY_OF_OTHER = bytes(st_visibility(b) for b in range(256))
+
 # Dynamic tags
 DT_NULL = 0
 DT_NEEDED = 1
@@ -136,6 +171,67 @@ EM_AARCH64 = 183
 EM_RISCV = 243
 EM_LOONGARCH = 258
 EM_ALPHA = 0x9026  # unofficial, but what Linux uses; with s390x, 8-byte .hash entries
+
+# Relocation types (the type part of r_info), named as in <elf.h>, for the
+# machines whose relocations elfpatch reads.
+R_X86_64_64 = 1
+R_X86_64_GLOB_DAT = 6
+R_X86_64_JUMP_SLOT = 7
+R_X86_64_RELATIVE = 8
+R_X86_64_DTPMOD64 = 16
+R_X86_64_DTPOFF64 = 17
+R_X86_64_TPOFF64 = 18
+R_X86_64_IRELATIVE = 37
+R_386_32 = 1
+R_386_RELATIVE = 8
+R_AARCH64_ABS64 = 257
+R_AARCH64_GLOB_DAT = 1025
+R_AARCH64_JUMP_SLOT = 1026
+R_AARCH64_RELATIVE = 1027
+R_AARCH64_TLS_DTPMOD = 1028
+R_AARCH64_TLS_DTPREL = 1029
+R_AARCH64_TLS_TPREL = 1030
+R_AARCH64_TLSDESC = 1031
+R_AARCH64_IRELATIVE = 1032
+R_ARM_ABS32 = 2
+R_ARM_RELATIVE = 23
+R_PPC64_RELATIVE = 22
+R_PPC64_ADDR64 = 38
+R_390_RELATIVE = 12
+R_390_64 = 22
+R_RISCV_64 = 2
+R_RISCV_RELATIVE = 3
+
+
+@dataclass(frozen=True)
+class MachineRelocations:
+    """The relocation types of one machine that elfpatch tells apart."""
+
+    relative: int  # base + addend: RELA's addend, or REL's slot bytes
+    absolute: int  # a symbol's address, one word wide
+    # Types that fill a GOT slot with a symbol's address or TLS offset (the
+    # address index names such slots; machines without one name none).
+    symbol_slots: frozenset[int] = frozenset()
+    irelative: int | None = None  # filled by an IFUNC resolver: the target is unknown
+
+
+RELOCATIONS: dict[int, MachineRelocations] = {
+    EM_X86_64: MachineRelocations(
+        R_X86_64_RELATIVE, R_X86_64_64,
+        frozenset({R_X86_64_GLOB_DAT, R_X86_64_JUMP_SLOT, R_X86_64_DTPMOD64,
+                   R_X86_64_DTPOFF64, R_X86_64_TPOFF64}),
+        R_X86_64_IRELATIVE),
+    EM_386: MachineRelocations(R_386_RELATIVE, R_386_32),
+    EM_AARCH64: MachineRelocations(
+        R_AARCH64_RELATIVE, R_AARCH64_ABS64,
+        frozenset({R_AARCH64_GLOB_DAT, R_AARCH64_JUMP_SLOT, R_AARCH64_TLS_DTPMOD,
+                   R_AARCH64_TLS_DTPREL, R_AARCH64_TLS_TPREL, R_AARCH64_TLSDESC}),
+        R_AARCH64_IRELATIVE),
+    EM_ARM: MachineRelocations(R_ARM_RELATIVE, R_ARM_ABS32),
+    EM_PPC64: MachineRelocations(R_PPC64_RELATIVE, R_PPC64_ADDR64),
+    EM_S390: MachineRelocations(R_390_RELATIVE, R_390_64),
+    EM_RISCV: MachineRelocations(R_RISCV_RELATIVE, R_RISCV_64),
+}
 
 # e_machine values with the names users know them by; others fall back to
 # pyelftools' enum name, then to EM_<number>.

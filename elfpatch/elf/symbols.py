@@ -1,20 +1,26 @@
 """Symbol tables (.dynsym, .symtab) as columns.
 
 A ``SymbolTable`` knows where its entries and strings are; fields are read
-as whole columns (``bindings``, ``names``…) or one row at a time for the few
-symbols a report shows.  Finding the STB_GNU_UNIQUE entries of a 531k-entry
-.symtab is one strided slice and one regular-expression scan.
+as whole columns (``infos``, ``values``…) or one row at a time for the few
+symbols a report shows.  Binding, type and visibility are decoded here and
+nowhere else: as whole columns (``bindings``, ``symbol_types``,
+``visibilities``: one ``bytes.translate`` each), per entry (``binding(i)``…),
+or as the indices of the entries that have them (``indices_with``), never
+one Python object per symbol.  Finding the STB_GNU_UNIQUE entries of a
+531k-entry .symtab is one strided slice and one regular-expression scan.
 """
 
 from __future__ import annotations
 
 import re
 from array import array
+from collections.abc import Collection
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
+from itertools import compress
 
 from elfpatch.elf import constants as C
-from elfpatch.elf.columns import byte_column, column
+from elfpatch.elf.columns import byte_column, byte_mask, column
 from elfpatch.elf.file import ElfFile, Section
 from elfpatch.elf.hashes import dynamic_symbol_count
 
@@ -33,8 +39,25 @@ _ENTSIZE = {32: 16, 64: 24}
 _ENTRY = {32: ("IIIBBH", ("name", "value", "size", "info", "other", "shndx")),
           64: ("IBBHQQ", ("name", "info", "other", "shndx", "value", "size"))}
 
-# Any st_info byte whose upper nibble is STB_GNU_UNIQUE (10).
-_UNIQUE_INFO = re.compile(rb"[\xa0-\xaf]")
+# Any st_info byte whose binding is STB_GNU_UNIQUE, whatever its type.
+_UNIQUE_INFO = re.compile(b"[%s-%s]" % (re.escape(bytes([C.st_info(C.STB_GNU_UNIQUE, 0)])),
+                                        re.escape(bytes([C.st_info(C.STB_GNU_UNIQUE, 0xF)]))))
+# In a decoded binding column: any binding but LOCAL.
+_NOT_LOCAL = re.compile(b"[^%s]" % re.escape(bytes([C.STB_LOCAL])))
+# What glibc's symbol lookup (do_lookup_x) lets other objects bind to: bindings
+# GLOBAL, WEAK and UNIQUE (any other is skipped), visibility DEFAULT or PROTECTED
+# (HIDDEN and INTERNAL symbols are local to their object).
+_EXPORTED_BINDINGS = (C.STB_GLOBAL, C.STB_WEAK, C.STB_GNU_UNIQUE)
+_EXPORTED_OTHER = byte_mask({b for b in range(256)
+                             if C.st_visibility(b) in (C.STV_DEFAULT, C.STV_PROTECTED)})
+
+
+@lru_cache(maxsize=32)
+def _info_mask(bindings: frozenset[int] | None, types: frozenset[int] | None) -> bytes:
+    """A translate table marking the st_info bytes with one of ``bindings`` and ``types``."""
+    return byte_mask({b for b in range(256)
+                      if (bindings is None or C.st_bind(b) in bindings)
+                      and (types is None or C.st_type(b) in types)})
 
 
 @dataclass(frozen=True)
@@ -96,6 +119,65 @@ class SymbolTable:
     def others(self) -> bytes:
         return byte_column(self.raw, self.entsize, self._layout["other"][0])
 
+    # -- decoded st_info and st_other ----------------------------------------
+    @cached_property
+    def bindings(self) -> bytes:
+        """The binding (STB_*) of every entry, one byte each."""
+        return self.infos.translate(C.BINDING_OF_INFO)
+
+    @cached_property
+    def symbol_types(self) -> bytes:
+        """The type (STT_*) of every entry, one byte each."""
+        return self.infos.translate(C.TYPE_OF_INFO)
+
+    @cached_property
+    def visibilities(self) -> bytes:
+        """The visibility (STV_*) of every entry, one byte each."""
+        return self.others.translate(C.VISIBILITY_OF_OTHER)
+
+    def binding(self, index: int) -> int:
+        return C.st_bind(self.infos[index])
+
+    def symbol_type(self, index: int) -> int:
+        return C.st_type(self.infos[index])
+
+    def visibility(self, index: int) -> int:
+        return C.st_visibility(self.others[index])
+
+    def defined(self, index: int) -> bool:
+        return self.shndxs[index] != C.SHN_UNDEF
+
+    def indices_with(self, bindings: Collection[int] | None = None,
+                     types: Collection[int] | None = None) -> list[int]:
+        """Indices of the entries with one of ``bindings`` and one of ``types``
+        (None: any), in table order; picked in C."""
+        mask = _info_mask(None if bindings is None else frozenset(bindings),
+                          None if types is None else frozenset(types))
+        return list(compress(range(self.count), self.infos.translate(mask)))
+
+    def first_nonlocal(self, start: int = 1) -> int | None:
+        """Index of the first entry from ``start`` whose binding is not LOCAL, or None."""
+        match = _NOT_LOCAL.search(self.bindings, start)
+        return match.start() if match else None
+
+    def first_local(self, start: int) -> int | None:
+        """Index of the first entry from ``start`` whose binding is LOCAL, or None."""
+        found = self.bindings.find(C.STB_LOCAL, start)
+        return found if found >= 0 else None
+
+    def exported_indices(self) -> list[int]:
+        """Indices of the definitions other objects can bind to, in table order.
+
+        Defined (st_shndx not UNDEF), bound GLOBAL, WEAK or UNIQUE, and
+        visible (DEFAULT or PROTECTED): what glibc's lookup finds.  The
+        entry 0 (the null symbol) never counts.
+        """
+        picked = self.indices_with(bindings=_EXPORTED_BINDINGS)
+        visible = self.others.translate(_EXPORTED_OTHER)
+        picked = list(compress(picked, map(visible.__getitem__, picked)))
+        # st_shndx is non-zero (SHN_UNDEF is 0) for a definition.
+        return [i for i in compress(picked, map(self.shndxs.__getitem__, picked)) if i]
+
     @cached_property
     def name_offsets(self) -> array:
         return self._column("name")
@@ -132,8 +214,8 @@ class SymbolTable:
         name = self.elf.cstring(self.strtab_offset, self.strtab_size, fields["name"],
                                 f"{self.kind} symbol {index} name")
         info = fields["info"]
-        return Symbol(index, name, fields["value"], fields["size"], info >> 4, info & 0xF,
-                      fields["other"] & 0x3, fields["shndx"])
+        return Symbol(index, name, fields["value"], fields["size"], C.st_bind(info),
+                      C.st_type(info), C.st_visibility(fields["other"]), fields["shndx"])
 
 
 def read_symtab(elf: ElfFile) -> SymbolTable | None:

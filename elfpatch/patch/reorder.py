@@ -17,7 +17,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
-from elfpatch.elf import constants as C
 from elfpatch.elf.columns import column, pack_column
 from elfpatch.elf.file import ElfFile, Section
 from elfpatch.elf.hashes import (
@@ -97,10 +96,8 @@ def first_global_index(table: SymbolTable) -> int:
     """sh_info when the headers give it, else the length of the leading run of locals."""
     if table.first_global is not None:
         return table.first_global
-    index = 1
-    while index < table.count and table.infos[index] >> 4 == C.STB_LOCAL:
-        index += 1
-    return min(index, table.count)
+    found = table.first_nonlocal(1)
+    return found if found is not None else table.count
 
 
 def reordered_table(table: SymbolTable, patched: bytes | bytearray,

@@ -30,13 +30,13 @@ from elfpatch.patch.reorder import Edit, Reordering
 
 def new_info_other(info: int, other: int, target: str) -> tuple[int, int]:
     """st_info and st_other after rewriting a symbol to ``target``."""
-    symbol_type = info & 0xF
+    symbol_type = C.st_type(info)
     if target == TARGET_LOCAL:
-        return (C.STB_LOCAL << 4) | symbol_type, other
+        return C.st_info(C.STB_LOCAL, symbol_type), other
     if target == TARGET_WEAK_HIDDEN:
-        return (C.STB_WEAK << 4) | symbol_type, (other & ~0x3) | C.STV_HIDDEN
+        return C.st_info(C.STB_WEAK, symbol_type), C.with_visibility(other, C.STV_HIDDEN)
     if target == TARGET_GLOBAL:
-        return (C.STB_GLOBAL << 4) | symbol_type, other & ~0x3
+        return C.st_info(C.STB_GLOBAL, symbol_type), C.with_visibility(other, C.STV_DEFAULT)
     raise ValueError(f"unknown target binding {target!r}")
 
 

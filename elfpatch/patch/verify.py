@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import mmap
 import os
-import re
 import sys
 from array import array
 from bisect import bisect_right
@@ -71,9 +70,6 @@ _EXPECTED = {
     TARGET_WEAK_HIDDEN: (C.STB_WEAK, C.STV_HIDDEN),
     TARGET_GLOBAL: (C.STB_GLOBAL, C.STV_DEFAULT),
 }
-
-# Any st_info byte with binding LOCAL (upper nibble 0).
-_LOCAL_INFO = re.compile(rb"[\x00-\x0f]")
 
 
 class VerificationError(ElfpatchError):
@@ -187,8 +183,8 @@ class _Layout:
 def _first_global(table: SymbolTable) -> int:
     if table.first_global is not None:
         return table.first_global
-    match = re.compile(rb"[^\x00-\x0f]").search(table.infos, 1)
-    return match.start() if match else table.count
+    found = table.first_nonlocal(1)
+    return found if found is not None else table.count
 
 
 @dataclass(frozen=True)
@@ -289,9 +285,9 @@ def _verify_entries(original: ElfFile, old: SymbolTable, new: SymbolTable, layou
     for index, target in targets.items():
         at = layout.new_index(index) * size
         binding, visibility = _EXPECTED[target]
-        expected[at + info_at] = (binding << 4) | (old.infos[index] & 0xF)
+        expected[at + info_at] = C.st_info(binding, old.symbol_type(index))
         if visibility is not None:
-            expected[at + other_at] = (old.others[index] & ~0x3) | visibility
+            expected[at + other_at] = C.with_visibility(old.others[index], visibility)
     if expected != new.raw:
         raise _fail(original, _first_wrong_entry(old, new, expected, layout))
 
@@ -309,8 +305,8 @@ def _verify_locals_first(original: ElfFile, table: SymbolTable) -> None:
     first = table.first_global
     if first is None:
         return
-    infos = table.infos
-    if re.search(rb"[^\x00-\x0f]", infos[1:first]) or _LOCAL_INFO.search(infos, first):
+    global_at = table.first_nonlocal(1)
+    if (global_at is not None and global_at < first) or table.first_local(first) is not None:
         raise _fail(original, f"{table.kind} locals do not all precede sh_info ({first})")
 
 

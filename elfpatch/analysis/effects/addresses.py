@@ -12,7 +12,7 @@ PLT stub, a load from a GOT slot.  ``AddressIndex`` turns them into names:
   or to the address a RELATIVE relocation (or, in a fixed-address
   executable, the slot's own bytes) puts there;
 - PLT stubs (.plt, .plt.sec, .plt.got) to their GOT slot, decoded from the
-  stub's bytes (``jmp [rip+slot]``; ``adrp x16; ldr x17, [x16, #off]``).
+  stub's bytes by ``plt.py``.
 
 Every index is built on first use from whole columns, so a 531k-entry
 .symtab costs a few hundred milliseconds once, never one object per symbol.
@@ -20,7 +20,6 @@ Every index is built on first use from whole columns, so a 531k-entry
 
 from __future__ import annotations
 
-import struct
 from array import array
 from bisect import bisect_right
 from collections.abc import Iterator
@@ -29,9 +28,9 @@ from functools import cached_property
 from itertools import compress, repeat
 from operator import add
 
+from elfpatch.analysis.effects.plt import STUB_BYTES, stub_slot
 from elfpatch.elf import constants as C
-from elfpatch.elf.columns import byte_column, column
-from elfpatch.elf.constants import EM_AARCH64, EM_X86_64
+from elfpatch.elf.columns import byte_column, byte_mask, column
 from elfpatch.elf.file import ElfFile
 from elfpatch.elf.relocations import RelocationTable, dynamic_relocation_tables
 from elfpatch.elf.symbols import SymbolTable, read_dynsym, read_symtab
@@ -40,30 +39,10 @@ from elfpatch.errors import ElfpatchError
 PF_X = 1  # p_flags: executable segment
 _LAST_ADDRESS = (1 << 64) - 1  # what an unsigned 64-bit column holds at most
 
-# Relocation types that make a GOT slot hold a symbol's address (or TLS offset).
-_SYMBOL_SLOT_TYPES = {
-    EM_X86_64: {6, 7, 16, 17, 18},  # GLOB_DAT, JUMP_SLOT, DTPMOD64, DTPOFF64, TPOFF64
-    EM_AARCH64: {1025, 1026, 1028, 1029, 1030, 1031},  # GLOB_DAT, JUMP_SLOT, TLS_*
-}
-_RELATIVE_TYPES = {EM_X86_64: 8, EM_AARCH64: 1027}
-_IRELATIVE_TYPES = {EM_X86_64: 37, EM_AARCH64: 1032}  # filled by a resolver: target unknown
 _GOT_SECTIONS = (".got", ".got.plt")
-
-
-def _byte_mask(wanted: set[int]) -> bytes:
-    """A ``bytes.translate`` table mapping each wanted byte to 1 and every other to 0."""
-    return bytes(1 if b in wanted else 0 for b in range(256))
-
-
-# st_info bytes (any binding) of data and of function symbols.
-_DATA_INFO = _byte_mask({b for b in range(256) if b & 0xF in (C.STT_OBJECT, C.STT_NOTYPE)})
-_FUNCTION_INFO = _byte_mask({b for b in range(256) if b & 0xF in (C.STT_FUNC,
-                                                                     C.STT_GNU_IFUNC)})
-
-
-def _indices(mask: bytes) -> list[int]:
-    """Positions of the non-zero bytes of ``mask``, found in C."""
-    return list(compress(range(len(mask)), mask))
+# Symbol types (any binding) of data and of function symbols.
+_DATA_TYPES = (C.STT_OBJECT, C.STT_NOTYPE)
+_FUNCTION_TYPES = (C.STT_FUNC, C.STT_GNU_IFUNC)
 
 
 @dataclass(frozen=True)
@@ -99,7 +78,7 @@ class _DataSymbols:
     def __init__(self, table: SymbolTable) -> None:
         self.table = table
         values, shndxs, sizes = table.values, table.shndxs, symbol_sizes(table)
-        picked = _indices(table.infos.translate(_DATA_INFO))
+        picked = table.indices_with(types=_DATA_TYPES)
         # Zero-sized symbols (linker markers, aarch64 mapping symbols) contain nothing.
         picked = list(compress(picked, map(sizes.__getitem__, picked)))
         picked = list(compress(picked, map(shndxs.__getitem__, picked)))
@@ -133,7 +112,7 @@ class _FunctionSymbols:
 
     def __init__(self, table: SymbolTable) -> None:
         self.table = table
-        picked = _indices(table.infos.translate(_FUNCTION_INFO))
+        picked = table.indices_with(types=_FUNCTION_TYPES)
         picked = list(compress(picked, map(table.shndxs.__getitem__, picked)))
         # Locals come first in a symbol table, so a global alias overwrites them.
         self.by_address = dict(zip(map(table.values.__getitem__, picked), picked, strict=True))
@@ -156,6 +135,7 @@ class AddressIndex:
     def __init__(self, elf: ElfFile) -> None:
         self.elf = elf
         self.machine = elf.header.machine
+        self._relocations = C.RELOCATIONS.get(self.machine)
         self._stubs: dict[int, GotEntry | None] = {}
 
     def prepare(self) -> None:
@@ -225,7 +205,7 @@ class AddressIndex:
     @cached_property
     def _got_symbols(self) -> dict[int, int]:
         """GOT slot -> .dynsym index, from GLOB_DAT, JUMP_SLOT and TLS relocations."""
-        wanted = _SYMBOL_SLOT_TYPES.get(self.machine, set())
+        wanted = set(self._relocations.symbol_slots) if self._relocations else set()
         found: dict[int, int] = {}
         for table, picked in self._relocations_of_types(wanted):
             types = table.types
@@ -238,8 +218,10 @@ class AddressIndex:
     @cached_property
     def _got_addresses(self) -> dict[int, int | None]:
         """GOT slot -> target of its RELATIVE relocation (None for IRELATIVE)."""
-        relative = _RELATIVE_TYPES.get(self.machine, -1)
-        irelative = _IRELATIVE_TYPES.get(self.machine, -1)
+        kinds = self._relocations
+        # -1 matches no relocation type: a machine not listed names no slot this way.
+        relative = kinds.relative if kinds is not None else -1
+        irelative = kinds.irelative if kinds is not None and kinds.irelative is not None else -1
         found: dict[int, int | None] = {}
         ranges = self._got_ranges or []
         span = range(min((lo for lo, _ in ranges), default=0),
@@ -259,7 +241,7 @@ class AddressIndex:
                                                                          list[int]]]:
         """Each table with the entries whose type's low byte matches ``wanted``."""
         w, little = self.elf.word_size, self.elf.header.little_endian
-        mask = _byte_mask({t & 0xFF for t in wanted if t >= 0})
+        mask = byte_mask({t & 0xFF for t in wanted if t >= 0})
         for table in self._relocation_tables:
             low_bytes = byte_column(table.raw, table.entsize, w if little else 2 * w - 1)
             yield table, list(compress(range(table.count), low_bytes.translate(mask)))
@@ -286,8 +268,8 @@ class AddressIndex:
         if table is None or not 0 < index < table.count:
             return None
         defined = table.shndxs[index] != C.SHN_UNDEF
-        kind = table.infos[index] & 0xF
-        weak = table.infos[index] >> 4 == C.STB_WEAK
+        kind = table.symbol_type(index)
+        weak = table.binding(index) == C.STB_WEAK
         # An IFUNC's st_value is its resolver, not the code that will run.
         known_code = defined and kind != C.STT_GNU_IFUNC
         return GotEntry(table.name(index), None, defined, kind, weak and not defined,
@@ -312,42 +294,7 @@ class AddressIndex:
     def _stub_slot(self, stub: int) -> int | None:
         try:
             offset = self.elf.vaddr_to_offset(stub, "PLT stub")
-            code = bytes(self.elf.view[offset : min(offset + 16, self.elf.size)])
+            code = bytes(self.elf.view[offset : min(offset + STUB_BYTES, self.elf.size)])
         except ElfpatchError:
             return None
-        if self.machine == EM_X86_64:
-            return _x86_64_stub_slot(code, stub)
-        if self.machine == EM_AARCH64 and self.elf.header.little_endian:
-            return _aarch64_stub_slot(code, stub)
-        return None
-
-
-_ENDBR64 = b"\xf3\x0f\x1e\xfa"
-_BTI_C = 0xD503245F
-
-
-def _x86_64_stub_slot(code: bytes, stub: int) -> int | None:
-    """``[endbr64] [bnd] jmp qword ptr [rip + disp32]`` -> the slot address."""
-    at = 4 if code.startswith(_ENDBR64) else 0
-    if code[at : at + 1] == b"\xf2":  # bnd prefix
-        at += 1
-    if code[at : at + 2] != b"\xff\x25" or len(code) < at + 6:
-        return None
-    (disp,) = struct.unpack_from("<i", code, at + 2)
-    return stub + at + 6 + disp
-
-
-def _aarch64_stub_slot(code: bytes, stub: int) -> int | None:
-    """``[bti c] adrp x16, page; ldr x17, [x16, #off]`` -> page + off."""
-    words = [w for (w,) in struct.iter_unpack("<I", code[: len(code) - len(code) % 4])]
-    at = 1 if words and words[0] == _BTI_C else 0
-    if len(words) < at + 2:
-        return None
-    adrp, ldr = words[at], words[at + 1]
-    if adrp & 0x9F00001F != 0x90000010 or ldr & 0xFFC003FF != 0xF9400211:
-        return None
-    immediate = ((adrp >> 5) & 0x7FFFF) << 2 | (adrp >> 29) & 3
-    if immediate & (1 << 20):
-        immediate -= 1 << 21
-    page = ((stub + 4 * at) & ~0xFFF) + (immediate << 12)
-    return page + ((ldr >> 10) & 0xFFF) * 8
+        return stub_slot(self.machine, self.elf.header.little_endian, code, stub)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from elfpatch.cxxnames import function_path
 from elfpatch.demangle import demangle
 
 # Functions whose first argument is a destructor and (but for atexit) second its object.
@@ -51,27 +52,10 @@ def _constructor_name(symbol: str) -> bool:
         if text == symbol:  # no demangler: the mangled marker is the best we have
             known = bool(_MANGLED_CONSTRUCTOR.search(symbol))
         else:
-            path = _qualified_path(text)
+            path = function_path(text)
             known = len(path) >= 2 and _bare(path[-1]) == _bare(path[-2]) != ""
         _constructor_cache[symbol] = known
     return known
-
-
-def _qualified_path(demangled: str) -> list[str]:
-    """``a::B<x>::B`` of ``a::B<x>::B(int) const``: the name before the parameters, split."""
-    text = demangled.replace("(anonymous namespace)", "{anonymous}")
-    depth, parts, start = 0, [], 0
-    for position, char in enumerate(text):
-        if char == "<":
-            depth += 1
-        elif char == ">":
-            depth -= 1
-        elif depth == 0 and char == ":" and text.startswith("::", position):
-            parts.append(text[start:position])
-            start = position + 2
-        elif depth == 0 and char == "(":
-            return [*parts, text[start:position]] if start <= position else parts
-    return []
 
 
 def _bare(component: str) -> str:
