@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from _fixbuild import VARIANTS, built_library
+from support.fixlib import VARIANTS, built_library
 
 import elfpatch
 

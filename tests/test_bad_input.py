@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _build import invoke, make_wheel, platform, remove_section_headers
 from elftools.elf.elffile import ELFFile
+from support.build import invoke, make_wheel, platform, remove_section_headers
 
 from elfpatch.errors import InputError
 from elfpatch.service.runner import scan_paths

@@ -15,8 +15,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from _build import make_wheel, require_tool
-from _fixbuild import VARIANTS, built_library
+from support.build import make_wheel, require_tool
+from support.fixlib import VARIANTS, built_library
 
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 ONE_ROUND = ("--runs", "1", "--warmup", "0")

@@ -10,8 +10,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from _build import invoke
-from _fixbuild import VARIANTS, built_library
+from support.build import invoke
+from support.fixlib import VARIANTS, built_library
 
 from elfpatch.analysis.check import distribution_key, package_of_source
 from elfpatch.report.check_report import shorten

@@ -9,9 +9,9 @@ import zipfile
 from pathlib import Path
 from xml.etree import ElementTree
 
+import pytest
 from conftest import run_elfpatch
-
-from elfpatch.wheel import parse_record, record_hash
+from support.record import assert_record_matches
 
 
 def check(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -77,15 +77,30 @@ def test_github_and_junit_formats(wheel: Path, tmp_path: Path) -> None:
     assert case is not None and len(case.findall("failure")) == 1  # holding both violations
 
 
-def record_matches_content(path: Path) -> None:
-    with zipfile.ZipFile(path) as archive:
-        record = next(n for n in archive.namelist() if n.endswith(".dist-info/RECORD"))
-        rows = parse_record(archive.read(record).decode(), record)
-        assert {r[0] for r in rows} == set(archive.namelist())
-        for name, digest, size in rows:
-            if name != record:
-                data = archive.read(name)
-                assert digest == record_hash(data) and int(size) == len(data), name
+def _lying_copy(wheel: Path, destination: Path, lie: str) -> Path:
+    """The wheel with one RECORD lie: a changed member, a wrong size, an unlisted member."""
+    with zipfile.ZipFile(wheel) as source, zipfile.ZipFile(destination, "w") as target:
+        for info in source.infolist():
+            data = source.read(info.filename)
+            if lie == "content" and info.filename.endswith(".so"):
+                data = data[:-1] + bytes([data[-1] ^ 1])
+            if lie == "size" and info.filename.endswith("/RECORD"):
+                name = next(n for n in source.namelist() if n.endswith("__init__.py"))
+                row = next(r for r in data.decode().splitlines() if r.startswith(name + ","))
+                data = data.replace(row.encode(), (row.rsplit(",", 1)[0] + ",7").encode())
+            target.writestr(info, data)
+        if lie == "unlisted":
+            target.writestr("uniqpkg/extra.txt", b"not in RECORD")
+    return destination
+
+
+@pytest.mark.parametrize("lie", ["content", "size", "unlisted"])
+def test_the_record_oracle_sees_each_lie(wheel: Path, tmp_path: Path, lie: str) -> None:
+    """The independent check below is live: each kind of lie fails it."""
+    wheelfile = pytest.importorskip("wheel.wheelfile")
+    assert_record_matches(wheel)
+    with pytest.raises((AssertionError, wheelfile.WheelError)):
+        assert_record_matches(_lying_copy(wheel, tmp_path / wheel.name, lie))
 
 
 def test_repaired_wheel_installs_imports_and_passes(wheel: Path, tmp_path: Path) -> None:
@@ -93,7 +108,7 @@ def test_repaired_wheel_installs_imports_and_passes(wheel: Path, tmp_path: Path)
     result = run_elfpatch("fix", str(wheel), "-w", str(out))
     assert result.returncode == 0, result.stderr
     repaired = out / wheel.name
-    record_matches_content(repaired)
+    assert_record_matches(repaired)
     with zipfile.ZipFile(wheel) as before, zipfile.ZipFile(repaired) as after:
         assert [i.filename for i in before.infolist()] == [i.filename for i in after.infolist()]
         for old, new in zip(before.infolist(), after.infolist(), strict=True):

@@ -29,7 +29,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests_support import TORCH_LIBRARY_VARIABLE, opt_in_file
+from support.build import TORCH_LIBRARY_VARIABLE, opt_in_file
+from support.ldcache import new_cache, old_cache
 
 from elfpatch.elf.file import ElfFile
 from elfpatch.loader import cache as ldcache
@@ -578,51 +579,6 @@ def test_system_cache_lookup_finds_libc() -> None:
         assert found is not None and Path(found).name == "libc.so.6"
 
 
-def _new_cache(entries: Sequence[tuple[int, str, str, int]], hwcaps: Sequence[str] = ()) -> bytes:
-    """A current-format cache image, entries already in ldconfig's order."""
-    header_size, entry_size = 48, 24
-    strings = bytearray()
-    offsets: dict[str, int] = {}
-    base = header_size + entry_size * len(entries)
-
-    def string(text: str) -> int:
-        if text not in offsets:
-            offsets[text] = base + len(strings)
-            strings.extend(text.encode() + b"\0")
-        return offsets[text]
-
-    body = b"".join(struct.pack("<iIIIQ", flags, string(name), string(path), 0, hwcap)
-                    for flags, name, path, hwcap in entries)
-    names = [string(h) for h in hwcaps]
-    extension = b""
-    extension_offset = 0
-    if hwcaps:
-        extension_offset = -(-(base + len(strings)) // 4) * 4
-        strings.extend(b"\0" * (extension_offset - base - len(strings)))
-        section = extension_offset + 8 + 16
-        extension = (struct.pack("<II", 0xEAA42174, 1)
-                     + struct.pack("<IIII", 1, 0, section, 4 * len(names))
-                     + b"".join(struct.pack("<I", n) for n in names))
-    header = struct.pack("<20sIIB3xI12x", ldcache.NEW_MAGIC, len(entries), len(strings), 2,
-                         extension_offset)
-    return header + body + bytes(strings) + extension
-
-
-def _old_cache(entries: Sequence[tuple[int, str, str]], then_new: bytes = b"") -> bytes:
-    strings = bytearray()
-    table = []
-    for flags, name, path in entries:
-        key = len(strings)
-        strings.extend(name.encode() + b"\0")
-        value = len(strings)
-        strings.extend(path.encode() + b"\0")
-        table.append(struct.pack("<iII", flags, key, value))
-    head = ldcache.OLD_MAGIC + b"\0" + struct.pack("<I", len(entries)) + b"".join(table)
-    if then_new:
-        return head + b"\0" * (-len(head) % 8) + then_new
-    return head + bytes(strings)
-
-
 X86_64, I386 = 0x303, 0x3
 SAME_NAME = [(X86_64, "libz.so.1", "/lib/x86_64-linux-gnu/libz.so.1", 0),
              (I386, "libz.so.1", "/lib/i386-linux-gnu/libz.so.1", 0),
@@ -631,7 +587,7 @@ SAME_NAME = [(X86_64, "libz.so.1", "/lib/x86_64-linux-gnu/libz.so.1", 0),
 
 
 def test_lookup_filters_by_abi() -> None:
-    cache = ldcache.parse_ld_cache(_new_cache(SAME_NAME))
+    cache = ldcache.parse_ld_cache(new_cache(SAME_NAME))
     assert cache.format == "new" and len(cache) == 4
     x86_64 = ldcache.accepted_cache_flags(62, 64)
     i386 = ldcache.accepted_cache_flags(3, 32)
@@ -650,7 +606,7 @@ def test_lookup_prefers_the_best_supported_hwcaps_entry() -> None:
     entries = [(X86_64, "libh.so", "/v2/libh.so", extension | 0),
                (X86_64, "libh.so", "/v3/libh.so", extension | 1),
                (X86_64, "libh.so", "/plain/libh.so", 0)]
-    cache = ldcache.parse_ld_cache(_new_cache(entries, ["x86-64-v2", "x86-64-v3"]))
+    cache = ldcache.parse_ld_cache(new_cache(entries, ["x86-64-v2", "x86-64-v3"]))
     flags = ldcache.accepted_cache_flags(62, 64)
     assert [e.hwcaps_subdirectory for e in cache.entries] == ["x86-64-v2", "x86-64-v3", None]
     assert cache.lookup("libh.so", flags, ("x86-64-v3", "x86-64-v2")) == "/v3/libh.so"
@@ -659,12 +615,12 @@ def test_lookup_prefers_the_best_supported_hwcaps_entry() -> None:
 
 
 def test_old_format_and_old_with_new() -> None:
-    old = _old_cache([(X86_64, name, path) for _f, name, path, _h in SAME_NAME])
+    old = old_cache([(X86_64, name, path) for _f, name, path, _h in SAME_NAME])
     parsed = ldcache.parse_ld_cache(old)
     assert parsed.format == "old"
     assert [(e.soname, e.path) for e in parsed.entries] == [(n, p) for _f, n, p, _h in SAME_NAME]
-    combined = ldcache.parse_ld_cache(_old_cache([(X86_64, "libold.so", "/old/libold.so")],
-                                                 _new_cache(SAME_NAME)))
+    combined = ldcache.parse_ld_cache(old_cache([(X86_64, "libold.so", "/old/libold.so")],
+                                                 new_cache(SAME_NAME)))
     assert combined.format == "old+new"
     assert [e.soname for e in combined.entries] == [n for _f, n, _p, _h in SAME_NAME]
 
@@ -683,13 +639,13 @@ def test_missing_cache_is_empty(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("cut", [0, 10, 20, 47, 48, 60, 100, 150])
 def test_truncated_cache_is_empty_or_shorter(cut: int) -> None:
-    image = _new_cache(SAME_NAME)
+    image = new_cache(SAME_NAME)
     parsed = ldcache.parse_ld_cache(image[:cut])
     assert len(parsed) == 0 or parsed.entries == ldcache.parse_ld_cache(image).entries
 
 
 def test_invalid_endianness_is_ignored() -> None:
-    image = bytearray(_new_cache(SAME_NAME))
+    image = bytearray(new_cache(SAME_NAME))
     image[28] = 1  # "invalid": ld.so ignores such a cache
     assert len(ldcache.parse_ld_cache(bytes(image))) == 0
 
@@ -697,9 +653,9 @@ def test_invalid_endianness_is_ignored() -> None:
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.binary(max_size=400), st.integers(0, 400), st.sampled_from(["new", "old", "old+new"]))
 def test_corrupt_caches_never_raise(noise: bytes, position: int, kind: str) -> None:
-    images = {"new": _new_cache(SAME_NAME),
-              "old": _old_cache([(X86_64, n, p) for _f, n, p, _h in SAME_NAME]),
-              "old+new": _old_cache([], _new_cache(SAME_NAME))}
+    images = {"new": new_cache(SAME_NAME),
+              "old": old_cache([(X86_64, n, p) for _f, n, p, _h in SAME_NAME]),
+              "old+new": old_cache([], new_cache(SAME_NAME))}
     image = bytearray(images[kind])
     image[position:position + len(noise)] = noise
     parsed = ldcache.parse_ld_cache(bytes(image))

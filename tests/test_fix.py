@@ -1,4 +1,4 @@
-"""`elfpatch fix` must not break the ELF file or the program, by oracles that share no code.
+"""The file `elfpatch fix` writes, judged by oracles that share no code with it.
 
 For each build variant of the test library (GNU, System V and both hash
 tables, packed relative relocations, stripped, without section headers,
@@ -8,11 +8,11 @@ about nothing new, GNU ld and gold link a program against it silently and
 the program prints what it printed before (lazy and immediate binding),
 eu-elflint reports nothing new, LIEF and pyelftools read the same bindings
 and relocation targets as elfpatch, and only the bytes of the symbol,
-relocation, version and hash tables (and section headers) change.  Then two
-copies are loaded with dlopen, as the bug reports do, and compared with
--fno-gnu-unique builds; a set of libraries that share symbols is fixed
-together; and the fix is broken on purpose, step by step, to show that
-verification refuses it and that the oracles would have seen it.
+relocation, version and hash tables (and section headers) change.  Then the
+fix is broken on purpose, step by step, to show that verification refuses
+it and that the oracles would have seen it.  What programs do with fixed
+libraries is in ``test_fix_runtime.py``; the command line's options,
+messages and exit codes are in ``test_fix_cli.py``.
 """
 
 from __future__ import annotations
@@ -27,11 +27,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _build import require_tool
-from _fixbuild import (
+from elfpatch.fixtures import build
+from support.build import require_tool
+from support.fixlib import (
     EXPECTED_UNIQUE,
-    HOST,
-    LIBRARY,
     MODES,
     PROGRAM,
     PROGRAM_OUTPUT,
@@ -40,7 +39,6 @@ from _fixbuild import (
     built_library,
     can_run,
     changed_offsets,
-    changes_by_name,
     elfpatch_relocations,
     elfpatch_symbols,
     file_regions,
@@ -52,7 +50,6 @@ from _fixbuild import (
     pyelftools_relocations,
     pyelftools_static_relocations,
     pyelftools_symbols,
-    readelf_warnings,
     region_of,
     run_program,
     temporary_files,
@@ -60,10 +57,15 @@ from _fixbuild import (
     toolchain,
     variant_input,
 )
-from elfpatch.fixtures import build
+from support.readelf import readelf_warnings
 
+from elfpatch.elf.file import ElfFile
+from elfpatch.elf.symbols import read_dynsym
+from elfpatch.patch import rewrite
+from elfpatch.patch.plan import FixOptions
 from elfpatch.patch.reorder import Edit, Reordering
 from elfpatch.service import fix as fix_module
+from elfpatch.service.fix import fix_paths
 
 # Sections whose bytes a LOCAL fix may change, by type (names differ per machine).
 TOUCHABLE_TYPES = {"SHT_DYNSYM", "SHT_SYMTAB", "SHT_RELA", "SHT_REL", "SHT_GNU_versym",
@@ -127,10 +129,16 @@ def test_every_unique_symbol_is_rewritten(variant: str, mode: str, workdir: Path
     assert len(changes) == tables * len(before)
 
 
+# The variants readelf has nothing to say about, before or after.
+SILENT_VARIANTS = {"default", "sysv-hash", "both-hash", "relr"}
+
+
 @parametrize_cases
 def test_readelf_warns_about_nothing_new(variant: str, mode: str, workdir: Path) -> None:
     done = fixed(variant, mode, workdir)
     assert readelf_warnings(done.output) == readelf_warnings(done.source)
+    if variant in SILENT_VARIANTS:
+        assert readelf_warnings(done.output) == []
 
 
 def program_for(variant: Variant, folder: Path, linker: str) -> Path:
@@ -299,75 +307,6 @@ def test_a_library_whose_only_export_is_unique(mode: str, tmp_path: Path) -> Non
         lookup.stderr
 
 
-# -- two copies loaded with dlopen --------------------------------------------------
-
-PLATFORMS = ["host", "aarch64"]
-
-
-def plugin_pair(machine: str, folder: Path, *flags: str) -> Path:
-    """libfixv1.so and libfixv2.so (VERSION 1 and 2) and the host, copied to ``folder``."""
-    chain = toolchain(machine)
-    folder.mkdir(parents=True)
-    for version in (1, 2):
-        library = build.build_shared(LIBRARY, f"libfixv{version}",
-                                     ["-O1", "-g0", f"-DVERSION={version}", *flags],
-                                     toolchain=chain)
-        shutil.copy(library, folder)
-    shutil.copy(build.build_executable(HOST, "fixhost", ["-O1"], toolchain=chain, link=("dl",)),
-                folder)
-    return folder
-
-
-def run_host(machine: str, folder: Path) -> str:
-    chain = toolchain(machine)
-    if not can_run(chain):
-        pytest.skip(f"{chain.runner[0]} is not installed")
-    run = run_program(chain, folder / "fixhost", "./libfixv1.so", "./libfixv2.so")
-    assert run.returncode == 0, run.stdout + run.stderr
-    return run.stdout
-
-
-def values(output: str) -> dict[str, str]:
-    """{"copy1": "label=v1 names=...", "copy1 unloaded": "1", ...} from the host's output."""
-    found = {}
-    for line in output.splitlines():
-        copy, rest = line.split(" ", 1)
-        if rest.startswith("unloaded="):
-            found[f"{copy} unloaded"] = rest.split("=")[1]
-        else:
-            found[copy] = rest
-    return found
-
-
-@pytest.mark.parametrize("machine", PLATFORMS)
-def test_unfixed_copies_share_and_never_unload(machine: str, tmp_path: Path) -> None:
-    """The bug, and the oracle's ability to see it: the second copy sees the first's values."""
-    seen = values(run_host(machine, plugin_pair(machine, tmp_path / "as-built")))
-    assert seen["copy1"] == "label=v1 names=table1,table1,hello1 total=160 bump=1 tls=8"
-    assert seen["copy2"] == "label=v1 names=table1,table1,hello1 total=160 bump=2 tls=9"
-    assert seen["copy1 unloaded"] == "0"  # marked NODELETE for entering unique symbols
-    private = values(run_host(machine, plugin_pair(machine, tmp_path / "no-gnu-unique",
-                                                   "-fno-gnu-unique")))
-    assert private["copy2"] == "label=v2 names=table2,table2,hello2 total=180 bump=1 tls=15"
-    assert private["copy1 unloaded"] == private["copy2 unloaded"] == "1"
-
-
-@pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("machine", PLATFORMS)
-def test_fixed_copies_behave_like_no_gnu_unique(machine: str, mode: str, tmp_path: Path) -> None:
-    # Each plugin on its own, as plugins loaded apart are fixed: as a set, the symbols
-    # both define would be kept GLOBAL as shared on purpose.
-    folder = plugin_pair(machine, tmp_path / "fixed")
-    target = {"local": "LOCAL", "weak-hidden": "WEAK HIDDEN", "global": "GLOBAL"}[mode]
-    for name in ("libfixv1.so", "libfixv2.so"):
-        run = fix("--to", mode, "--in-place", folder / name)
-        assert run.exit_code == 0, run.stderr
-        assert run.document is not None
-        assert {c["to"] for c in run.document["libraries"][0]["changes"]} == {target}
-    oracle = run_host(machine, plugin_pair(machine, tmp_path / "oracle", "-fno-gnu-unique"))
-    assert run_host(machine, folder) == oracle
-
-
 # -- a broken fix is caught ----------------------------------------------------------
 
 Dropper = Callable[[Edit], bool]
@@ -446,6 +385,50 @@ def test_the_oracles_see_each_broken_step(step: str, tmp_path: Path,
     assert problems, f"skipping {step} went unnoticed by every oracle"
 
 
+def test_a_fix_that_patches_nothing_is_caught(cxx: object, tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """With every edit dropped, verification refuses and the file stays as built."""
+    copy = build.build_scenario("rtld_local_clash").copy_to(tmp_path / "broken")
+    before = copy.path("libplugin_v1.so").read_bytes()
+    monkeypatch.setattr(fix_module, "plan_edits", lambda elf, plan: [])
+    result = fix_paths([str(copy.path("libplugin_v1.so"))], FixOptions(), None)
+    assert result.errors and "still UNIQUE" in result.errors[0].reason
+    assert copy.path("libplugin_v1.so").read_bytes() == before
+    assert temporary_files(copy.dir) == []
+    oracle = build.build_scenario("rtld_local_clash", "no-gnu-unique").run().stdout
+    assert copy.run().stdout != oracle
+
+
+def test_a_fix_that_forgets_relocations_is_caught(cxx: object, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    copy = build.build_scenario("dlclose_noop").copy_to(tmp_path / "broken")
+    before = copy.path("libplugin.so").read_bytes()
+    monkeypatch.setattr(rewrite.reorder, "relocation_edits", lambda *args: [])
+    result = fix_paths([str(copy.path("libplugin.so"))], FixOptions(), None)
+    assert result.errors and "no longer names its symbol" in result.errors[0].reason
+    assert copy.path("libplugin.so").read_bytes() == before
+
+
+def test_in_place_local_without_reordering_is_what_ld_warns_about(tmp_path: Path) -> None:
+    """The linker oracle can fail: LOCAL written in place, with no reordering, leaves
+    locals after the first global, and GNU ld and readelf both complain."""
+    chain = toolchain("host")
+    require_tool("ld.bfd")
+    source = built_library(VARIANTS["default"])
+    data = bytearray(source.read_bytes())
+    with ElfFile.open(source) as elf:
+        table = read_dynsym(elf)
+        assert table is not None
+        for index in table.unique_indices():
+            data[table.entry_offset(index) + table.field_offset("info")] &= 0x0F
+    (tmp_path / "libfixme.so").write_bytes(bytes(data))
+    assert any("local symbol" in w for w in readelf_warnings(tmp_path / "libfixme.so"))
+    (tmp_path / "main.c").write_text(PROGRAM["main.c"])
+    link = subprocess.run([chain.cc, "-fuse-ld=bfd", "main.c", "-L.", "-lfixme", "-o", "main"],
+                          cwd=tmp_path, capture_output=True, text=True)
+    assert "local symbol" in link.stderr
+
+
 def test_reordering_mapping_is_the_inverse_of_the_order() -> None:
     """The renumbering every index user relies on, checked on many shapes against each other."""
     for count in range(1, 12):
@@ -459,180 +442,3 @@ def test_reordering_mapping_is_the_inverse_of_the_order() -> None:
                 assert [mapping[old] for old in order] == list(range(count))
                 assert mapping == [r.new_index(i) for i in range(count)]
                 assert all(r.new_index(i) < r.new_first_global for i in moved)
-
-
-# -- a set of libraries ----------------------------------------------------------------
-
-CROSS = {
-    "registry.h": """
-#pragma once
-#include <string>
-template <class T> struct Registry {
-    static int count;
-    static std::string label;
-    static int bump() { return ++count; }
-};
-""",
-    "base.cpp": """
-#include "registry.h"
-template <class T> int Registry<T>::count = 0;
-template <class T> std::string Registry<T>::label = "registry" + std::to_string(sizeof(T));
-template struct Registry<int>;
-inline int& private_counter() { static int value = 0; return value; }
-extern "C" int base_private_bump() { return ++private_counter(); }
-extern "C" int base_count() { return Registry<int>::count; }
-""",
-    "user.cpp": """
-#include "registry.h"
-extern template struct Registry<int>;
-extern "C" int user_bump() { return Registry<int>::bump(); }
-extern "C" const char* user_label() { return Registry<int>::label.c_str(); }
-""",
-    "host.cpp": """
-#include <dlfcn.h>
-#include <cstdio>
-int main() {
-    void* user = dlopen("./libuser.so", RTLD_NOW | RTLD_LOCAL);
-    if (!user) { std::printf("error=%s\\n", dlerror()); return 1; }
-    void* base = dlopen("./libbase.so", RTLD_NOW | RTLD_LOCAL);
-    auto bump = reinterpret_cast<int (*)()>(dlsym(user, "user_bump"));
-    auto label = reinterpret_cast<const char* (*)()>(dlsym(user, "user_label"));
-    auto count = reinterpret_cast<int (*)()>(dlsym(base, "base_count"));
-    auto mine = reinterpret_cast<int (*)()>(dlsym(base, "base_private_bump"));
-    bump();
-    bump();
-    std::printf("user_bumps=2 base_sees=%d label=%s private=%d\\n", count(), label(), mine());
-    return 0;
-}
-""",
-}
-CROSS_OUTPUT = "user_bumps=2 base_sees=2 label=registry4 private=1\n"
-COUNT = "_ZN8RegistryIiE5countE"
-LABEL = "_ZN8RegistryIiE5labelB5cxx11E"
-LABEL_GUARD = "_ZGVN8RegistryIiE5labelB5cxx11E"
-PRIVATE = "_ZZ15private_countervE5value"
-
-
-def cross_pair(folder: Path, *flags: str) -> Path:
-    """libbase.so, libuser.so (needs libbase.so) and a host dlopening libuser.so."""
-    toolchain("host")
-    built = build.build_targets(CROSS, [
-        build.Target("libbase.so", ("base.cpp",), shared=True),
-        build.Target("libuser.so", ("user.cpp",), shared=True, libraries=("libbase.so",)),
-        build.Target("host", ("host.cpp",), link=("dl",)),
-    ], ["-O2", "-g0", *flags], label="fix-cross")
-    shutil.copytree(built, folder)
-    (folder / ".complete").unlink()
-    return folder
-
-
-def run_cross(folder: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["./host"], cwd=folder, capture_output=True, text=True, timeout=60)
-
-
-def test_the_user_library_really_needs_the_template_member(tmp_path: Path) -> None:
-    folder = cross_pair(tmp_path / "pair")
-    undefined = {n for (t, _i), (n, _b, _v) in elfpatch_symbols(folder / "libuser.so").items()
-                 if t == ".dynsym"}
-    assert COUNT in undefined and LABEL in undefined and LABEL_GUARD not in undefined
-    assert run_cross(folder).stdout == CROSS_OUTPUT
-
-
-def test_blind_localising_breaks_the_user_library(tmp_path: Path) -> None:
-    folder = cross_pair(tmp_path / "pair")
-    assert fix("--to", "local", "--in-place", folder / "libbase.so").exit_code == 0
-    run = run_cross(folder)
-    assert run.returncode == 1
-    assert f"undefined symbol: {COUNT}" in run.stdout or f"undefined symbol: {LABEL}" in run.stdout
-
-
-def test_fixing_the_pair_keeps_what_the_user_needs(tmp_path: Path) -> None:
-    folder = cross_pair(tmp_path / "pair")
-    run = fix("--in-place", folder / "libbase.so", folder / "libuser.so")
-    assert run.exit_code == 0, run.stderr
-    assert run.document is not None
-    base = changes_by_name(run.document)["libbase.so"]
-    for name in (COUNT, LABEL):
-        assert base[name]["to"] == "GLOBAL"
-        assert "libuser.so" in base[name]["reason"]
-    assert base[LABEL_GUARD]["to"] == "GLOBAL"  # kept with its object
-    assert LABEL in base[LABEL_GUARD]["reason"]
-    assert base[PRIVATE]["to"] == "LOCAL"
-    symbols = elfpatch_symbols(folder / "libbase.so")
-    assert all(b != "UNIQUE" for _n, b, _v in symbols.values())
-    assert run_cross(folder).stdout == CROSS_OUTPUT
-    assert run_cross(cross_pair(tmp_path / "oracle", "-fno-gnu-unique")).stdout == CROSS_OUTPUT
-
-
-def test_strict_refuses_and_writes_nothing(tmp_path: Path) -> None:
-    folder = cross_pair(tmp_path / "pair")
-    before = {p.name: p.read_bytes() for p in folder.iterdir()}
-    out = tmp_path / "out"
-    for target in (("--in-place",), ("-o", str(out))):
-        run = fix("--strict", *target, folder / "libbase.so", folder / "libuser.so",
-                  as_json=False)
-        assert run.exit_code == 1
-        assert "Registry<int>::count" in run.stdout + run.stderr
-        assert "libuser.so" in run.stdout + run.stderr
-        assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
-        assert not out.exists()
-
-
-def test_force_localises_anyway(tmp_path: Path) -> None:
-    folder = cross_pair(tmp_path / "pair")
-    run = fix("--force", "--in-place", folder / "libbase.so", folder / "libuser.so")
-    assert run.exit_code == 0, run.stderr
-    assert run.document is not None
-    base = changes_by_name(run.document)["libbase.so"]
-    assert base[COUNT]["to"] == "LOCAL" and "--force" in base[COUNT]["reason"]
-    assert "undefined symbol" in run_cross(folder).stdout
-
-
-SINGLETON = {
-    "singleton.h": """
-#pragma once
-#include <string>
-// One object meant to exist once in the process, shared by two libraries.
-inline std::string& shared_log() { static std::string log = "start"; return log; }
-""",
-    "first.cpp": """
-#include "singleton.h"
-inline int& private_tally() { static int tally = 0; return tally; }
-extern "C" const char* first_add() { ++private_tally(); return (shared_log() += ",first").c_str(); }
-""",
-    "second.cpp": """
-#include "singleton.h"
-extern "C" const char* second_add() { return (shared_log() += ",second").c_str(); }
-""",
-    "main.cpp": """
-#include <cstdio>
-extern "C" const char* first_add();
-extern "C" const char* second_add();
-int main() { first_add(); std::printf("%s\\n", second_add()); return 0; }
-""",
-}
-SINGLETON_OBJECT = "_ZZ10shared_logB5cxx11vE3log"
-SINGLETON_GUARD = "_ZGVZ10shared_logB5cxx11vE3log"
-TALLY = "_ZZ13private_tallyvE5tally"
-
-
-def test_a_shared_singleton_and_its_guard_stay_global(tmp_path: Path) -> None:
-    toolchain("host")
-    built = build.build_targets(SINGLETON, [
-        build.Target("libfirst.so", ("first.cpp",), shared=True),
-        build.Target("libsecond.so", ("second.cpp",), shared=True),
-        build.Target("main", ("main.cpp",), libraries=("libfirst.so", "libsecond.so")),
-    ], ["-O2", "-g0"], label="fix-singleton")
-    folder = tmp_path / "singleton"
-    shutil.copytree(built, folder)
-    run = fix("--in-place", folder / "libfirst.so", folder / "libsecond.so")
-    assert run.exit_code == 0, run.stderr
-    assert run.document is not None
-    changes = changes_by_name(run.document)
-    for mine, other in (("libfirst.so", "libsecond.so"), ("libsecond.so", "libfirst.so")):
-        for name in (SINGLETON_OBJECT, SINGLETON_GUARD):
-            assert changes[mine][name]["to"] == "GLOBAL", (mine, name)
-            assert other in changes[mine][name]["reason"]
-    assert changes["libfirst.so"][TALLY]["to"] == "LOCAL"
-    output = subprocess.run(["./main"], cwd=folder, capture_output=True, text=True).stdout
-    assert output == "start,first,second\n"

@@ -17,9 +17,9 @@ from typing import Any
 
 import jsonschema
 import pytest
-from _build import cxxfilt, invoke, make_wheel, readelf_unique
-from _fixbuild import VARIANTS, built_library, fix, temporary_files
-from test_fix import cross_pair
+from support.build import cxxfilt, invoke, make_wheel
+from support.fixlib import VARIANTS, built_library, cross_pair, fix, temporary_files
+from support.readelf import readelf_unique
 
 from elfpatch.service import fix as fix_module
 
@@ -58,13 +58,17 @@ def test_exit_0_when_fixed_and_when_nothing_is_left(library: Path, tmp_path: Pat
     assert "0 changes" in second.stdout
 
 
-def test_exit_1_when_strict_refuses(tmp_path: Path) -> None:
+def test_exit_1_when_strict_refuses_and_nothing_is_written(tmp_path: Path) -> None:
     folder = cross_pair(tmp_path / "pair")
     before = listing(folder)
-    run = fix("--strict", "-o", tmp_path / "out", folder / "libbase.so", folder / "libuser.so")
-    assert run.exit_code == 1
-    assert run.document is not None and run.document["refusals"]
-    assert not (tmp_path / "out").exists() and listing(folder) == before
+    out = tmp_path / "out"
+    for target in (("--in-place",), ("-o", str(out))):
+        run = fix("--strict", *target, folder / "libbase.so", folder / "libuser.so",
+                  as_json=False)
+        assert run.exit_code == 1
+        assert "Registry<int>::count" in run.stdout and "libuser.so" in run.stdout
+        assert listing(folder) == before
+        assert not out.exists()
 
 
 @pytest.mark.parametrize("args", [
@@ -153,6 +157,15 @@ def test_json_document_of_errors(tmp_path: Path, schema: dict[str, Any]) -> None
     jsonschema.validate(run.document, schema)
     assert run.document["libraries"] == [] and run.document["mode"] is None
     assert run.document["errors"] == [{"path": str(missing), "error": "no such file or directory"}]
+
+
+def test_dry_run_text_names_the_symbols_and_writes_nothing(library: Path,
+                                                           tmp_path: Path) -> None:
+    source = copy_of(library, tmp_path)
+    run = fix("--dry-run", source, as_json=False)
+    assert run.exit_code == 0, run.stderr
+    assert "dry run" in run.stdout and "bump_counter()::count" in run.stdout
+    assert listing(tmp_path) == {source.name: library.read_bytes()}
 
 
 def test_dry_run_json(library: Path, tmp_path: Path, schema: dict[str, Any]) -> None:

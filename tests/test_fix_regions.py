@@ -21,18 +21,18 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from _build import invoke, remove_section_headers
-from _fixbuild import (
+from conftest import run_elfpatch
+from elfpatch.fixtures import build
+from support.build import invoke, remove_section_headers
+from support.fixlib import (
     VARIANTS,
     Layout,
     built_library,
     elf_layout,
     fix,
-    readelf_warnings,
     toolchain,
 )
-from conftest import run_elfpatch
-from elfpatch.fixtures import build
+from support.readelf import readelf_warnings
 
 from elfpatch.elf.file import ElfFile
 from elfpatch.elf.hashes import dynamic_symbol_count, gnu_hash_symbol_count, read_gnu_hash

@@ -22,7 +22,7 @@ from typing import Any
 
 import jsonschema
 import pytest
-from _fixbuild import VARIANTS, built_library, fix
+from support.fixlib import VARIANTS, built_library, fix
 
 from elfpatch.analysis.crosslib import SAMPLE_SIZE, LibrarySymbols, shared_uses
 from elfpatch.patch.plan import REASON_NAMES, Candidate, FixOptions, name_some, plan_library

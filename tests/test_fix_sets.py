@@ -19,9 +19,9 @@ import time
 from pathlib import Path
 
 import pytest
-from _build import invoke
-from _fixbuild import VARIANTS, built_library, fix, temporary_files
 from elfpatch.fixtures import build
+from support.build import invoke
+from support.fixlib import VARIANTS, built_library, fix, temporary_files
 
 from elfpatch.errors import InputError
 from elfpatch.patch.staging import TEMPORARY_MARK, Staging, remove_stale

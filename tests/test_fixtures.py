@@ -16,7 +16,8 @@ import pytest
 from conftest import ScenarioBuilder
 from elfpatch.fixtures import build
 from elftools.elf.elffile import ELFFile
-from tests_support import output_of, readelf_symbols
+from support.build import output_of
+from support.readelf import readelf_symbols
 
 CLASH_CACHE = "_ZZN7minicub16per_device_cacheINS_9DeviceTagEEERNS_14AttributeCacheIT_EEvE5cache"
 CLASH_GUARD = "_ZGVZN7minicub16per_device_cacheINS_9DeviceTagEEERNS_14AttributeCacheIT_EEvE5cache"
@@ -53,8 +54,8 @@ CROSS_REFERENCE_OUTPUT = {"loaded": "1", "user_bumps": "2", "base_sees": "2",
 
 def dynsym_bindings(path: Path) -> dict[str, str]:
     """name -> binding of the named non-local symbols in .dynsym, as readelf prints them."""
-    return {name: binding for table, _index, _type, binding, name in readelf_symbols(path)
-            if table == ".dynsym" and name and binding != "LOCAL"}
+    return {s.name: s.binding for s in readelf_symbols(path)
+            if s.table == ".dynsym" and s.name and s.binding != "LOCAL"}
 
 
 def dynsym_unique(path: Path) -> set[str]:

@@ -17,10 +17,10 @@ from functools import cache
 from pathlib import Path
 
 import pytest
-from _build import POINTERS, invoke, platform, remove_section_headers
 from elftools.elf.elffile import ELFFile
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.build import POINTERS, invoke, platform, remove_section_headers
 
 from elfpatch.analysis.initializers import list_initializers
 from elfpatch.analysis.unique import scan_elf

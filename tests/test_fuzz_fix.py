@@ -21,18 +21,17 @@ its mutations, which rebuild the mutant.
 from __future__ import annotations
 
 import random
-import re
 import struct
-import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
 import pytest
-from _build import invoke, require_tool
-from _fixbuild import VARIANTS, Layout, built_library, elf_layout, toolchain, variant_input
 from elfpatch.fixtures import build
+from support.build import invoke, require_tool
+from support.fixlib import VARIANTS, Layout, built_library, elf_layout, toolchain, variant_input
+from support.readelf import readelf_problems
 
 from elfpatch.service import parallel
 
@@ -248,17 +247,6 @@ def mutants(count: int) -> list[Mutant]:
 
 
 # -- what must hold --------------------------------------------------------------------------
-
-_READELF_PROBLEM = re.compile(r"^readelf: (Warning|Error): ")
-
-
-def readelf_problems(path: Path) -> set[str]:
-    """readelf's warning and error lines about ``path``, the name replaced by FILE."""
-    result = subprocess.run(["readelf", "-W", "-a", str(path)], capture_output=True,
-                            text=True, errors="replace", timeout=60)
-    return {line.replace(str(path), "FILE") for line in result.stderr.splitlines()
-            if _READELF_PROBLEM.match(line)}
-
 
 def files_in(folder: Path) -> list[Path]:
     return sorted(p for p in folder.rglob("*") if p.is_file())

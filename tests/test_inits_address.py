@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from conftest import run_elfpatch
-from inits_fixtures import (
+from support.inits import (
     MACHINES,
     closure_errors,
     errors,
@@ -88,14 +88,14 @@ TOP_LABEL = "_Z9top_labelB5cxx11"
 
 def closure_objects(folder: Path, names: list[str]) -> list[ObjectInitialisation]:
     """The objects in glibc's initialization order (dependencies first), analysed."""
-    from elfpatch.analysis.init_order import _exported_definitions
+    from elfpatch.analysis.init_order import exported_definitions
 
     objects = []
     for position, name in enumerate(names):
         with ElfFile.open(folder / name) as elf:
             analysis = analyse_object_fully(elf, name, in_closure=True)
             objects.append(ObjectInitialisation(name, position, tuple(analysis.analysed),
-                                                _exported_definitions(elf),
+                                                exported_definitions(elf),
                                                 analysis.exit_code))
     return objects
 

@@ -10,38 +10,15 @@ read alone, as an executable and as a shared library, on x86-64 and aarch64.
 
 from __future__ import annotations
 
-import subprocess
-
 import pytest
-from conftest import require_tool
-from inits_fixtures import DESTRUCTOR, MACHINES, errors, inits_of, printed, risks, scenario
+from support.inits import DESTRUCTOR, MACHINES, errors, inits_of, printed, risks, scenario
+from support.readelf import readelf_symbol_sections
 
 FULL = "_Z4fullB5cxx11"  # const std::string full = prefix + "cd"
 CONSTANT = {"_Z6prefixB5cxx11": "prefix", "_Z5namesB5cxx11": "names",
             "_Z5plainB5cxx11": "plain", "limits": "limit"}
 PRINTED = {"prefix": "2", "full": "0", "names": "2", "plain": "5", "limit": "42", "number": "3"}
 PROGRAMS = {"reader_first": "reader_first", "host_shared": "libconstant.so"}
-
-
-def sections(path: object) -> dict[str, str]:
-    """Symbol name -> name of the section it lives in, from readelf."""
-    require_tool("readelf")
-    headers = subprocess.run(["readelf", "-SW", str(path)], capture_output=True, text=True,
-                             check=True).stdout
-    names = {}
-    for line in headers.splitlines():
-        if line.strip().startswith("[") and "]" in line:
-            index, _, rest = line.strip()[1:].partition("]")
-            if index.strip().isdigit() and rest.split():
-                names[index.strip()] = rest.split()[0]
-    symbols = subprocess.run(["readelf", "-sW", str(path)], capture_output=True, text=True,
-                             check=True).stdout
-    found = {}
-    for line in symbols.splitlines():
-        fields = line.split()
-        if len(fields) == 8 and fields[6] in names:
-            found[fields[7]] = names[fields[6]]
-    return found
 
 
 @pytest.mark.parametrize("machine", MACHINES)
@@ -63,6 +40,6 @@ def test_only_the_global_built_at_run_time_is_an_error(machine: str, program: st
 @pytest.mark.parametrize("machine", MACHINES)
 def test_what_the_analysis_relies_on(machine: str) -> None:
     """The constant-initialized objects' bytes are in the file; full's are not."""
-    where = sections(scenario("constant_init", machine).path("reader_first"))
+    where = readelf_symbol_sections(scenario("constant_init", machine).path("reader_first"))
     assert {where[name] for name in CONSTANT} <= {".data", ".data.rel.local", ".data.rel"}
     assert where[FULL] == ".bss"

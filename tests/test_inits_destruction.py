@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from elfpatch.fixtures import build
-from inits_fixtures import (
+from support.inits import (
     DESTRUCTOR,
     MACHINES,
     closure_errors,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pytest
 from elfpatch.fixtures import build
-from inits_fixtures import MACHINES, errors, inits_of, printed, toolchain
+from support.inits import MACHINES, errors, inits_of, printed, toolchain
 
 B_NAME = "_Z6b_nameB5cxx11"
 CONFIG_NAME = "_Z11config_nameB5cxx11"

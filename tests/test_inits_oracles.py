@@ -29,9 +29,18 @@ from pathlib import Path
 from typing import Literal
 
 import pytest
-from conftest import require_tool, run_elfpatch
+from conftest import run_elfpatch
 from elfpatch.fixtures import build
-from tests_support import TORCH_LIBRARY_VARIABLE, opt_in_file
+from support.build import TORCH_LIBRARY_VARIABLE, opt_in_file
+from support.readelf import (
+    ReadelfRelocation,
+    nm_names,
+    readelf_dynamic_tags,
+    readelf_hex_dump,
+    readelf_relocations,
+    readelf_section,
+    readelf_word_and_order,
+)
 
 DESTRUCTOR = "exit-time-destructor"
 CROSS = "cross-object-init-order"
@@ -347,93 +356,24 @@ EXPECTED_PREFIXES = ["_ZL17local_constructorv", "_GLOBAL__sub_I.00300_", "frame_
                      "exported_constructor", "_GLOBAL__sub_I_", "_GLOBAL__sub_I_second.cpp"]
 
 
-def readelf(path: Path, *options: str) -> str:
-    require_tool("readelf")
-    return subprocess.run(["readelf", "-W", *options, str(path)], capture_output=True,
-                          text=True, check=True, timeout=120).stdout
-
-
-_HEADER_CLASS = re.compile(r"^\s*Class:\s+ELF(32|64)", re.M)
-_HEADER_DATA = re.compile(r"^\s*Data:\s+.*(little|big) endian", re.M)
-# name, address, offset, size
-_SECTION = re.compile(
-    r"^\s*\[\s*\d+\]\s+(\S+)\s+\S+\s+([0-9a-f]+)\s+([0-9a-f]+)\s+([0-9a-f]+)")
-_HEX_LINE = re.compile(r"^\s*0x[0-9a-f]+\s+(.*)$")
-_RELOCATIONS = re.compile(r"^Relocation section '([^']+)'")
-_RELOCATION = re.compile(r"^([0-9a-f]+)\s+[0-9a-f]+\s+(R_\w+)\s*(.*)$")
-_SYMBOL_ADDEND = re.compile(r"^([0-9a-f]+)\s+(\S+)(?:\s+([+-])\s+([0-9a-f]+))?$")
-# RELR locations: binutils 2.38-2.40 print one address a line after "N offsets";
-# later versions print "index: entry address symbol" rows and "address symbol"
-# continuation rows.
-_RELR_ROW = re.compile(r"^\s*[0-9a-f]+:\s+[0-9a-f]+\s+([0-9a-f]{8,16})\b")
-_RELR_ADDRESS = re.compile(r"^\s*([0-9a-f]{8,16})(?:\s+\S.*)?$")
-
-
-@dataclass(frozen=True)
-class Relocation:
-    type: str
-    symbol: str | None
-    value: int  # the symbol's value (0 without a symbol)
-    addend: int | None  # None for REL, whose addend is the slot's content
-
-
-def init_array_section(path: Path) -> tuple[int, int, int, str]:
+def init_array_section(path: Path) -> tuple[int, int, int, Literal["little", "big"]]:
     """(address, size, word size, byte order) of .init_array, from readelf -h and -S."""
-    header = readelf(path, "-h")
-    elf_class, data = _HEADER_CLASS.search(header), _HEADER_DATA.search(header)
-    assert elf_class and data, header
-    word, order = int(elf_class.group(1)) // 8, data.group(1)
-    for match in map(_SECTION.match, readelf(path, "-S").splitlines()):
-        if match and match.group(1) == ".init_array":
-            return int(match.group(2), 16), int(match.group(4), 16), word, order
-    raise AssertionError(f"{path} has no .init_array")
+    word, order = readelf_word_and_order(path)
+    section = readelf_section(path, ".init_array")
+    return section.address, section.size, word, order
 
 
-def section_words(path: Path, size: int, word: int, order: str) -> list[int]:
+def section_words(path: Path, size: int, word: int, order: Literal["little", "big"]) -> list[int]:
     """The section's words as stored in the file, from ``readelf -x``'s hex dump."""
-    data = bytearray()
-    for match in map(_HEX_LINE.match, readelf(path, "-x", ".init_array").splitlines()):
-        if match is None:
-            continue
-        wanted = min(16, size - len(data))  # the rest of the line is the ASCII column
-        for group in match.group(1).split():
-            if wanted <= 0:
-                break
-            data += bytes.fromhex(group)
-            wanted -= len(group) // 2
-    assert len(data) == size
-    byteorder: Literal["little", "big"] = "little" if order == "little" else "big"
-    return [int.from_bytes(data[i:i + word], byteorder) for i in range(0, size, word)]
+    data = readelf_hex_dump(path, ".init_array", size)
+    return [int.from_bytes(data[i:i + word], order) for i in range(0, size, word)]
 
 
-def relocations(path: Path, low: int, high: int) -> tuple[dict[int, Relocation], set[int]]:
+def relocations(path: Path, low: int, high: int) -> tuple[dict[int, ReadelfRelocation], set[int]]:
     """The dynamic relocations (and RELR locations) of the slots in [low, high)."""
-    by_slot: dict[int, Relocation] = {}
-    relr: set[int] = set()
-    section = ""
-    for line in readelf(path, "-r").splitlines():
-        header = _RELOCATIONS.match(line)
-        if header:
-            section = header.group(1)
-            continue
-        if section.startswith(".relr"):
-            row = _RELR_ROW.match(line) or _RELR_ADDRESS.match(line)
-            if row and low <= int(row.group(1), 16) < high:
-                relr.add(int(row.group(1), 16))
-            continue
-        match = _RELOCATION.match(line)
-        if match is None or not low <= int(match.group(1), 16) < high:
-            continue
-        offset, kind, rest = int(match.group(1), 16), match.group(2), match.group(3).strip()
-        rela = section.startswith(".rela")
-        symbol = _SYMBOL_ADDEND.match(rest)
-        if symbol and not re.fullmatch(r"[0-9a-f]+", rest):
-            addend = int(symbol.group(4) or "0", 16) * (-1 if symbol.group(3) == "-" else 1)
-            by_slot[offset] = Relocation(kind, symbol.group(2).split("@")[0],
-                                         int(symbol.group(1), 16), addend if rela else None)
-        else:
-            by_slot[offset] = Relocation(kind, None, 0, int(rest, 16) if rela else None)
-    return by_slot, relr
+    listed = readelf_relocations(path)
+    by_slot = {r.offset: r for r in listed.entries if low <= r.offset < high}
+    return by_slot, {address for address in listed.relr if low <= address < high}
 
 
 def readelf_init_array(path: Path) -> list[tuple[int, int, int, str]]:
@@ -459,29 +399,6 @@ def readelf_init_array(path: Path) -> list[tuple[int, int, int, str]]:
         addend = stored if relocation.addend is None else relocation.addend
         slots.append((index, slot, relocation.value + addend, how))
     return slots
-
-
-_NM_ROW = re.compile(r"^([0-9a-f]+) \S (.+)$")
-_MAPPING_SYMBOL = re.compile(r"^\$[a-z](\.|$)")
-
-
-def nm_names(path: Path, addresses: set[int]) -> dict[int, set[str]]:
-    """Names ``nm`` gives each address (``.symtab``, else ``nm -D``), mapping symbols aside."""
-    require_tool("nm")
-    found: dict[int, set[str]] = {}
-    for dynamic in ([], ["-D"]):
-        if found.keys() >= addresses:
-            break
-        text = subprocess.run(["nm", "--defined-only", *dynamic, str(path)],
-                              capture_output=True, text=True, timeout=120).stdout
-        names: dict[int, set[str]] = {}
-        for match in map(_NM_ROW.match, text.splitlines()):
-            if match and int(match.group(1), 16) in addresses \
-                    and not _MAPPING_SYMBOL.match(match.group(2)):
-                names.setdefault(int(match.group(1), 16), set()).add(match.group(2))
-        for address, candidates in names.items():
-            found.setdefault(address, candidates)
-    return found
 
 
 def oracle_slots(path: Path) -> list[tuple[int, int, set[str], str]]:
@@ -511,12 +428,8 @@ def slot_fixture(machine: str, layout: str, variant: str) -> Path:
 
 def zero_the_slots(path: Path, destination: Path) -> Path:
     """A copy whose .init_array bytes are zero: the loader only uses the RELA addends."""
-    for match in map(_SECTION.match, readelf(path, "-S").splitlines()):
-        if match and match.group(1) == ".init_array":
-            offset, size = int(match.group(3), 16), int(match.group(4), 16)
-            break
-    else:
-        raise AssertionError(f"{path} has no .init_array")
+    section = readelf_section(path, ".init_array")
+    offset, size = section.offset, section.size
     data = bytearray(path.read_bytes())
     data[offset:offset + size] = bytes(size)
     destination.write_bytes(bytes(data))
@@ -528,7 +441,7 @@ def expected_filling(path: Path, machine: str, layout: str, variant: str) -> dic
     """How readelf must show the six slots filled: what the fixture exercises."""
     if layout == "no-pie":  # nothing to relocate, packed or not
         return {"content": 6}
-    packed = variant == "relr" and "(RELR)" in readelf(path, "-d")
+    packed = variant == "relr" and "RELR" in readelf_dynamic_tags(path)
     assert packed or variant != "relr" or machine not in PACKING_LINKERS
     relative = "relr" if packed else "relative"
     return {relative: 6} if layout == "pie" else {relative: 5, "absolute": 1}

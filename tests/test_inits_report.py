@@ -20,7 +20,7 @@ import jsonschema
 import pytest
 from conftest import run_elfpatch
 from elfpatch.fixtures import build
-from inits_fixtures import DESTRUCTOR, inits_of, risks, scenario, toolchain
+from support.inits import DESTRUCTOR, inits_of, risks, scenario, toolchain
 
 from elfpatch.analysis.check import RULE_DESTRUCTION_ORDER, RULE_EXIT_DESTRUCTOR
 from elfpatch.errors import InputError

@@ -8,8 +8,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from _build import invoke
 from elfpatch.fixtures import build
+from support.build import invoke
 
 SOURCES = {
     "lib.cpp": """

@@ -142,3 +142,49 @@ def test_analysis_does_no_io(name: str) -> None:
              and isinstance(node.func, (ast.Attribute, ast.Name))}
     assert imported & _IO_MODULES == set()
     assert calls & _IO_CALLS == set()
+
+
+# -- the tests' own structure -------------------------------------------------------------
+
+TESTS = ROOT / "tests"
+# Programs whose output only tests/support/readelf.py reads.
+_OUTPUT_PARSED_IN_SUPPORT = {"readelf", "eu-readelf", "nm"}
+
+
+def _test_modules_imported(source: str) -> set[str]:
+    """The ``test_*`` modules ``source`` imports, at any depth and in any form."""
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):  # "from . import test_x" names no module
+            names = [node.module] if node.module else [alias.name for alias in node.names]
+        else:
+            continue
+        found |= {n for n in names if any(p.startswith("test_") for p in n.split("."))}
+    return found
+
+
+def _tool_invocations(path: Path) -> set[str]:
+    """The programs of _OUTPUT_PARSED_IN_SUPPORT that ``path`` starts: an argument list
+    (list or tuple literal) whose first item names one."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.List | ast.Tuple) and node.elts \
+                and isinstance(node.elts[0], ast.Constant) \
+                and node.elts[0].value in _OUTPUT_PARSED_IN_SUPPORT:
+            found.add(node.elts[0].value)
+    return found
+
+
+def test_no_test_module_imports_another_and_readelf_is_read_in_one_place() -> None:
+    """What tests share lives in tests/support/; binutils' output has one parser there."""
+    assert _test_modules_imported("def f():\n    from test_fix import x\nimport tests.test_a\n") \
+        == {"test_fix", "tests.test_a"}
+    assert _tool_invocations(TESTS / "support" / "readelf.py") >= {"readelf", "nm"}
+    imports = {str(p.relative_to(ROOT)): _test_modules_imported(p.read_text())
+               for p in sorted(TESTS.glob("test_*.py"))}
+    assert {path: found for path, found in imports.items() if found} == {}
+    tools = {str(p.relative_to(ROOT)): _tool_invocations(p) for p in sorted(TESTS.rglob("*.py"))
+             if p != TESTS / "support" / "readelf.py"}
+    assert {path: found for path, found in tools.items() if found} == {}

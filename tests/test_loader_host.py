@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from test_closure import _new_cache
+from support.ldcache import new_cache
 
 from elfpatch.elf.constants import EM_AARCH64
 from elfpatch.elf.file import ElfFile
@@ -324,7 +324,7 @@ def test_glibc_versions_parse() -> None:
 def test_cache_entries_with_legacy_bits_are_skipped_from_glibc_2_40() -> None:
     tls = 1 << 63
     entries = [(0x303, "libt.so", "/tls/libt.so", tls), (0x303, "libt.so", "/plain/libt.so", 0)]
-    cache = ldcache.parse_ld_cache(_new_cache(entries))
+    cache = ldcache.parse_ld_cache(new_cache(entries))
     flags = ldcache.accepted_cache_flags(62, 64)
     assert cache.lookup("libt.so", flags) == "/tls/libt.so"
     assert cache.lookup("libt.so", flags, legacy_entries=False) == "/plain/libt.so"

@@ -8,8 +8,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from _build import invoke
-from _fixbuild import VARIANTS, built_library
+from support.build import invoke
+from support.fixlib import VARIANTS, built_library
 
 
 @pytest.fixture(scope="module")

@@ -11,8 +11,6 @@ and 64 bit) and Debian's libstdc++.
 
 from __future__ import annotations
 
-import re
-import subprocess
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
@@ -21,11 +19,18 @@ from typing import Any
 import elftools.elf.enums as pyelftools_enums
 import lief
 import pytest
-from _build import PLATFORMS, POINTERS, STATICS, platform, remove_section_headers, require_tool
 from elftools.elf.dynamic import DynamicSection
 from elftools.elf.elffile import ELFFile
 from elftools.elf.hash import ELFHashSection, ELFHashTable, GNUHashSection, GNUHashTable
 from elftools.elf.relocation import RelocationSection, RelrRelocationSection
+from support.build import (
+    PLATFORMS,
+    POINTERS,
+    STATICS,
+    platform,
+    remove_section_headers,
+)
+from support.readelf import readelf_relr
 
 from elfpatch.elf import constants as C
 from elfpatch.elf.file import ElfFile
@@ -250,20 +255,6 @@ def test_dynamic_relocations(subject: tuple[ElfFile, ELFFile, Any]) -> None:
         shift = 32 if word == 64 else 8
         assert list(table.symbol_indices) == [info >> shift for info in table.infos]
         assert list(table.types) == [info & ((1 << shift) - 1) for info in table.infos]
-
-
-def readelf_relr(path: Path) -> list[int]:
-    """The addresses ``readelf -W -r`` lists under a .relr.dyn section."""
-    require_tool("readelf")
-    text = subprocess.run(["readelf", "-W", "-r", str(path)], capture_output=True, text=True,
-                          check=True).stdout
-    addresses, inside = [], False
-    for line in text.splitlines():
-        if line.startswith("Relocation section"):
-            inside = "'.relr.dyn'" in line
-        elif inside and re.fullmatch(r"[0-9a-f]+", line.strip()):
-            addresses.append(int(line.strip(), 16))
-    return addresses
 
 
 @pytest.mark.parametrize("name", ["host-relr", "32bit-relr"])

@@ -1,6 +1,6 @@
 """`elfpatch scan` reports exactly the UNIQUE symbols readelf lists, on every kind of build.
 
-The library (``_build.STATICS``) has static locals of inline and template
+The library (``support.build.STATICS``) has static locals of inline and template
 functions, template static data members (implicit and explicit
 instantiation), ``thread_local`` statics, guard variables and C++17 inline
 variables.  It is built for the host, aarch64, a 32-bit and a big-endian
@@ -22,24 +22,19 @@ from typing import Any
 
 import jsonschema
 import pytest
-from _build import (
+from elftools.elf.elffile import ELFFile
+from support.build import (
     EXPECTED,
-    LIBRARY,
     PLATFORMS,
     Platform,
     cxxfilt,
     invoke,
     make_wheel,
     platform,
-    readelf_symbols,
-    readelf_unique,
     remove_section_headers,
-    require_tool,
     stripped_copy,
 )
-from elftools.elf.elffile import ELFFile
-
-__all__ = ["LIBRARY", "remove_section_headers"]  # what test_fix_oracles imports from here
+from support.readelf import readelf_dynamic_tags, readelf_symbols, readelf_unique
 
 VARIANTS = ("plain", "stripped", "headerless-gnu", "headerless-sysv", "relr")
 
@@ -56,15 +51,6 @@ def reported(document: dict[str, Any], file_index: int = 0) -> list[tuple[str, i
     return [(u["table"], u["index"], u["name"]) for u in document["files"][file_index]["unique"]]
 
 
-def dynamic_tags(path: Path) -> set[str]:
-    """The dynamic tags readelf names, e.g. {"GNU_HASH", "RELR", ...}."""
-    require_tool("readelf")
-    text = subprocess.run(["readelf", "-W", "-d", str(path)], capture_output=True, text=True,
-                          check=True).stdout
-    return {line.split("(", 1)[1].split(")", 1)[0] for line in text.splitlines()
-            if line.strip().startswith("0x") and "(" in line}
-
-
 def variant_file(target: Platform, variant: str, tmp_path: Path) -> tuple[Path, bool]:
     """The file to scan for ``variant`` and whether readelf must read it with -D."""
     if variant == "plain":
@@ -75,12 +61,12 @@ def variant_file(target: Platform, variant: str, tmp_path: Path) -> tuple[Path, 
         style = variant.split("-", 1)[1]
         library = target.library([f"-Wl,--hash-style={style}"])
         # The point is to size .dynsym from this one hash table: it must be the only one.
-        tags = dynamic_tags(library)
+        tags = readelf_dynamic_tags(library)
         assert ("GNU_HASH" in tags, "HASH" in tags) == (style == "gnu", style == "sysv"), tags
         return remove_section_headers(library, tmp_path / "libheaderless.so"), True
     assert variant == "relr"
     library = target.library(["-Wl,-z,pack-relative-relocs"])
-    if "RELR" not in dynamic_tags(library):
+    if "RELR" not in readelf_dynamic_tags(library):
         pytest.skip(f"{target.toolchain.cxx}'s linker ignores -z pack-relative-relocs")
     return library, False
 

@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 from conftest import run_elfpatch
-from tests_support import TORCH_WHEEL_VARIABLE, opt_in_file, readelf_unique_definitions
+from support.build import TORCH_WHEEL_VARIABLE, opt_in_file
+from support.readelf import readelf_unique_definitions
 
 ELF_MAGIC = b"\x7fELF"
 

@@ -23,7 +23,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from _zipcraft import build, wheel_entries, with_record
+from support.record import assert_record_matches
+from support.zipcraft import build, wheel_entries, with_record
 
 from elfpatch.errors import ElfpatchError
 from elfpatch.patch.plan import FixOptions
@@ -117,6 +118,15 @@ def _guarded(action: Callable[[], object]) -> str | None:
     return None
 
 
+def _record_problem(written: Path) -> str | None:
+    """None, or why the written wheel's RECORD does not match its members."""
+    try:
+        assert_record_matches(written)
+    except Exception as error:  # AssertionError or the wheel package's WheelError
+        return f"written wheel's RECORD is wrong: {type(error).__name__}: {error}"
+    return None
+
+
 def test_damaged_wheels_give_clean_errors_only(wheel: Path, tmp_path: Path,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     root = tmp_path / "root"
@@ -156,6 +166,10 @@ def test_damaged_wheels_give_clean_errors_only(wheel: Path, tmp_path: Path,
                 if written not in ([], [wheel.name]):
                     problems.append(f"mutant {number} ({kind}): OUTDIR holds {written}")
                 repaired += bool(written)
+                if written:  # harmless damage: the wheel written must still be whole
+                    problem = _record_problem(out / wheel.name)
+                    if problem:
+                        problems.append(f"mutant {number} ({kind}): {problem}")
                 shutil.rmtree(out)
     finally:
         signal.signal(signal.SIGALRM, previous)

@@ -25,9 +25,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from _build import invoke
-from _zipcraft import Entry, build, wheel_entries, with_record
 from elfpatch.fixtures import build as fixture_build
+from support.build import invoke
+from support.record import assert_record_matches, record_rows
+from support.zipcraft import Entry, build, wheel_entries, with_record
 
 from elfpatch import deflate_splice, zipread
 from elfpatch.deflate_splice import BlockStarts, build_stream, inflate_blocks, splice_plan
@@ -200,6 +201,7 @@ def test_a_large_library_keeps_its_untouched_compressed_blocks(big_wheel: Path,
     assert _raw(repaired, "bigpkg/data.txt") == _raw(big_wheel, "bigpkg/data.txt")
     with zipfile.ZipFile(repaired) as archive:
         assert archive.testzip() is None
+    assert_record_matches(repaired)
     assert invoke("scan", "--json", str(repaired)).exit_code == 0
     document = json.loads(invoke("scan", "--json", str(repaired)).stdout)
     assert document["files"][0]["unique_definitions"] == 0
@@ -225,6 +227,7 @@ def test_fallbacks_without_zlib_blocks_or_isal(big_wheel: Path, tmp_path: Path,
     with zipfile.ZipFile(out / big_wheel.name) as a, \
             zipfile.ZipFile(reference / big_wheel.name) as b:
         assert a.read("bigpkg/libbig.so") == b.read("bigpkg/libbig.so")
+    assert_record_matches(out / big_wheel.name)
 
 
 def test_a_bad_splice_is_caught_before_anything_is_renamed(big_wheel: Path, tmp_path: Path,
@@ -280,10 +283,8 @@ def test_the_repaired_wheel_keeps_what_did_not_change(wheel: Path, tmp_path: Pat
                 (old.dos_time, old.dos_date, old.external_attr)
             if not member.name.endswith((".so", "/RECORD")):  # copied as compressed bytes
                 assert b"".join(after.raw_chunks(member)) == b"".join(before.raw_chunks(old))
-        record = after.member(next(n for n in kept if n.endswith("/RECORD")))
-        assert record is not None
-        text = b"".join(after.decoded_chunks(record)).decode()
-        assert ".jws" not in text and ".p7s" not in text
+    assert_record_matches(repaired)
+    assert not any(row[0].endswith((".jws", ".p7s")) for row in record_rows(repaired)[1])
     again = tmp_path / "again"
     assert invoke("fix", str(signed), "-w", str(again)).exit_code == 0
     assert (again / wheel.name).read_bytes() == repaired.read_bytes()  # the same bytes
@@ -324,6 +325,7 @@ def test_stored_and_bzip2_members(wheel: Path, tmp_path: Path) -> None:
             info = next(i for i in archive.infolist() if i.filename.endswith(".so"))
             assert info.compress_type == expected
             assert archive.testzip() is None
+        assert_record_matches(out / wheel.name)
 
 
 # -- several wheels: all or none -----------------------------------------------------------
@@ -354,6 +356,8 @@ def test_several_wheels_are_written_all_or_none(wheel: Path, tmp_path: Path) -> 
     assert result.exit_code == 0, result.stderr
     assert sorted(p.name for p in out.iterdir()) == sorted(p.name for p in good)
     assert "2 wheels: 2 repaired; 2 wheels written" in result.stdout
+    for written in good:
+        assert_record_matches(out / written.name)
 
 
 def test_strict_refusal_and_dry_run_write_nothing(wheel: Path, tmp_path: Path) -> None:

@@ -8,8 +8,10 @@ It is built in several variants (hash styles, packed relative relocations,
 stripped, without section headers, aarch64); builds are cached by
 ``elfpatch.fixtures.build`` (sources, flags, compiler identity).
 
-The oracles are tools that share no code with elfpatch: readelf,
-eu-elflint, GNU ld and gold, LIEF, pyelftools, and the loader itself.
+The oracles are tools that share no code with elfpatch: eu-elflint,
+GNU ld and gold, LIEF, pyelftools, and the loader itself (readelf is read
+in ``support.readelf``).  The library pair whose user needs the other's
+template members (``cross_pair``) serves the runtime and CLI tests.
 """
 
 from __future__ import annotations
@@ -24,10 +26,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _build import invoke, remove_section_headers, require_tool
 from elfpatch.fixtures import build
 
 from elfpatch.regular_file import TEMPORARY_MARK
+
+from .build import invoke, remove_section_headers, require_tool
 
 MODES = ("local", "weak-hidden", "global")
 
@@ -239,6 +242,75 @@ def run_program(chain: build.Toolchain, program: Path, *args: str,
                           capture_output=True, text=True, env=environment, timeout=120)
 
 
+# -- a pair of libraries, one using the other's template members ----------------
+
+CROSS = {
+    "registry.h": """
+#pragma once
+#include <string>
+template <class T> struct Registry {
+    static int count;
+    static std::string label;
+    static int bump() { return ++count; }
+};
+""",
+    "base.cpp": """
+#include "registry.h"
+template <class T> int Registry<T>::count = 0;
+template <class T> std::string Registry<T>::label = "registry" + std::to_string(sizeof(T));
+template struct Registry<int>;
+inline int& private_counter() { static int value = 0; return value; }
+extern "C" int base_private_bump() { return ++private_counter(); }
+extern "C" int base_count() { return Registry<int>::count; }
+""",
+    "user.cpp": """
+#include "registry.h"
+extern template struct Registry<int>;
+extern "C" int user_bump() { return Registry<int>::bump(); }
+extern "C" const char* user_label() { return Registry<int>::label.c_str(); }
+""",
+    "host.cpp": """
+#include <dlfcn.h>
+#include <cstdio>
+int main() {
+    void* user = dlopen("./libuser.so", RTLD_NOW | RTLD_LOCAL);
+    if (!user) { std::printf("error=%s\\n", dlerror()); return 1; }
+    void* base = dlopen("./libbase.so", RTLD_NOW | RTLD_LOCAL);
+    auto bump = reinterpret_cast<int (*)()>(dlsym(user, "user_bump"));
+    auto label = reinterpret_cast<const char* (*)()>(dlsym(user, "user_label"));
+    auto count = reinterpret_cast<int (*)()>(dlsym(base, "base_count"));
+    auto mine = reinterpret_cast<int (*)()>(dlsym(base, "base_private_bump"));
+    bump();
+    bump();
+    std::printf("user_bumps=2 base_sees=%d label=%s private=%d\\n", count(), label(), mine());
+    return 0;
+}
+""",
+}
+CROSS_OUTPUT = "user_bumps=2 base_sees=2 label=registry4 private=1\n"
+COUNT = "_ZN8RegistryIiE5countE"
+LABEL = "_ZN8RegistryIiE5labelB5cxx11E"
+LABEL_GUARD = "_ZGVN8RegistryIiE5labelB5cxx11E"
+PRIVATE = "_ZZ15private_countervE5value"
+
+
+def cross_pair(folder: Path, *flags: str) -> Path:
+    """libbase.so, libuser.so (needs libbase.so) and a host dlopening libuser.so."""
+    toolchain("host")
+    built = build.build_targets(CROSS, [
+        build.Target("libbase.so", ("base.cpp",), shared=True),
+        build.Target("libuser.so", ("user.cpp",), shared=True, libraries=("libbase.so",)),
+        build.Target("host", ("host.cpp",), link=("dl",)),
+    ], ["-O2", "-g0", *flags], label="fix-cross")
+    shutil.copytree(built, folder)
+    (folder / ".complete").unlink()
+    return folder
+
+
+def run_cross(folder: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["./host"], cwd=folder, capture_output=True, text=True, timeout=60)
+
+
 # -- running elfpatch -------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -275,13 +347,6 @@ def temporary_files(folder: Path) -> list[Path]:
 
 
 # -- oracles ------------------------------------------------------------------------
-
-def readelf_warnings(path: Path) -> list[str]:
-    """What ``readelf -W -a`` says on stderr (the file name replaced by FILE)."""
-    require_tool("readelf")
-    result = subprocess.run(["readelf", "-W", "-a", str(path)], capture_output=True, text=True)
-    return result.stderr.replace(str(path), "FILE").splitlines()
-
 
 def elflint_lines(path: Path) -> set[str]:
     """``eu-elflint --gnu-ld``'s complaints, with the file name replaced by FILE.

@@ -1,9 +1,10 @@
-"""What the scan, reader, bad-input and fuzz tests share.
+"""Compiling and running what the tests need, and the command line in-process.
 
-The test library's sources and the symbols it must carry; the platforms it
-is built for (host, aarch64, 32-bit, big-endian), each skipped with a reason
-when its compiler is missing; readelf's symbol tables as an oracle; a copy
-of a file without section headers; wheels; and the CLI run in-process.
+The scan and reader tests' library and the symbols it must carry; the
+platforms it is built for (host, aarch64, 32-bit, big-endian), each skipped
+with a reason when its compiler is missing; a copy of a file without section
+headers; wheels; c++filt; the CLI run in-process; and inputs from outside
+the repository that opt-in tests read.
 
 Builds go through ``elfpatch.fixtures.build``, which caches them by the
 sources, the flags and the compiler's identity.
@@ -12,7 +13,7 @@ sources, the flags and the compiler's identity.
 from __future__ import annotations
 
 import functools
-import re
+import os
 import shutil
 import subprocess
 import zipfile
@@ -217,52 +218,6 @@ def make_wheel(path: Path, members: dict[str, bytes], with_metadata: bool = True
     return path
 
 
-# -- readelf as the oracle ---------------------------------------------------------
-
-_TABLE = re.compile(r"^Symbol table (?:'(\S+)'|for image) contains")
-_ROW = re.compile(r"^\s*(\d+):\s+([0-9a-f]+)\s+(\d+|0x[0-9a-f]+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)"
-                  r"\s*(\S*)")
-
-
-@dataclass(frozen=True)
-class ReadelfSymbol:
-    table: str
-    index: int
-    value: int
-    size: int
-    type: str
-    binding: str
-    visibility: str
-    ndx: str
-    name: str
-
-
-def readelf_symbols(path: Path | str, *, use_dynamic: bool = False) -> list[ReadelfSymbol]:
-    """Every symbol readelf lists; with ``use_dynamic`` found through PT_DYNAMIC (-D)."""
-    require_tool("readelf")
-    tables = ["-D"] if use_dynamic else ["--dyn-syms"]
-    text = subprocess.run(["readelf", "-W", "-s", *tables, str(path)], capture_output=True,
-                          text=True, check=True).stdout
-    rows, table = [], None
-    for line in text.splitlines():
-        header = _TABLE.match(line)
-        if header:
-            table = header.group(1) or ".dynsym"  # -D names no section: it is the dynamic table
-            continue
-        row = _ROW.match(line)
-        if row and table:
-            index, value, size, stype, bind, vis, ndx, name = row.groups()
-            rows.append(ReadelfSymbol(table, int(index), int(value, 16), int(size, 0), stype,
-                                      bind, vis, ndx, name.split("@")[0]))
-    return rows
-
-
-def readelf_unique(path: Path | str, *, use_dynamic: bool = False) -> list[tuple[str, int, str]]:
-    """(table, index, name) of the UNIQUE symbols, in readelf's order."""
-    return [(s.table, s.index, s.name) for s in readelf_symbols(path, use_dynamic=use_dynamic)
-            if s.binding == "UNIQUE"]
-
-
 def cxxfilt(names: list[str]) -> list[str]:
     """c++filt's demangling, without its verbose expansions.
 
@@ -297,3 +252,29 @@ def invoke(*args: str) -> CliResult:
     if isinstance(exception, SystemExit | click.exceptions.Exit):
         exception = None
     return CliResult(result.exit_code, result.stdout, result.stderr, exception)
+
+
+def output_of(built: object) -> dict[str, str]:
+    """key=value lines a fixture host prints."""
+    stdout = built.run().stdout  # type: ignore[attr-defined]
+    pairs = (line.split("=", 1) for line in stdout.splitlines() if "=" in line)
+    return {key: value for key, value in pairs}
+
+
+# -- opt-in inputs ------------------------------------------------------------------
+
+# Opt-in tests on real, large inputs (a PyTorch wheel and one of its libraries)
+# that are not part of the repository: each runs only when its variable names a file.
+TORCH_LIBRARY_VARIABLE = "ELFPATCH_TORCH_LIB"  # e.g. .../torch/lib/libtorch_cpu.so
+TORCH_WHEEL_VARIABLE = "ELFPATCH_TORCH_WHEEL"  # e.g. torch-...-manylinux_2_28_x86_64.whl
+
+
+def opt_in_file(variable: str, what: str) -> Path:
+    """The file ``$variable`` names; a skip when it is unset, a failure when it is missing."""
+    configured = os.environ.get(variable)
+    if not configured:
+        pytest.skip(f"set {variable} to {what} to run this")
+    path = Path(configured)
+    if not path.is_file():
+        pytest.fail(f"{variable}={configured}: no such file")
+    return path
