@@ -99,6 +99,16 @@ int main() { mark("main"); return lib_value() - 7; }
     "keep_ctors.ld": "SECTIONS { .ctors : { KEEP (*(.ctors)) } .dtors : { KEEP (*(.dtors)) } }"
                      " INSERT BEFORE .init_array;\n",
     "preinit_lib.cpp": '#include "common.h"\n' + PREINIT.replace("P_", "plib_"),
+    # A library global built by an initializer, and a program whose preinit array reads it.
+    "table.cpp": '#include <vector>\nstd::vector<int> make() { return {1, 2, 3}; }\n'
+                 'std::vector<int> lib_table = make();\n',
+    "early.cpp": '#include "common.h"\n#include <cstdio>\n#include <vector>\n'
+                 'extern std::vector<int> lib_table;\n'
+                 'extern "C" void early_look() { char text[32]; std::snprintf(text, 32, '
+                 '"seen=%zu", lib_table.size()); mark(text); }\n'
+                 'SLOTS(".preinit_array", early_slots, early_look)\n'
+                 'int main() { mark("main"); char text[32]; std::snprintf(text, 32, "now=%zu", '
+                 'lib_table.size()); mark(text); return 0; }\n',
     # A slot left null (as a 16-byte aligned array of one pointer would leave one).
     "null_slot.cpp": '#include "common.h"\nMARKER(before_null)\n'
                      'SLOTS(".init_array", null_slots, before_null, nullptr)\n'
@@ -111,6 +121,8 @@ TARGETS = [
     build.Target("libinits.so", ("lib.cpp",), shared=True, flags=("-O1",)),
     build.Target("host", ("host.cpp",), flags=("-O1",), libraries=("libinits.so",)),
     build.Target("null_slot", ("null_slot.cpp",), flags=("-O1",)),
+    build.Target("libtable.so", ("table.cpp",), shared=True, flags=("-O1",)),
+    build.Target("early", ("early.cpp",), flags=("-O1",), libraries=("libtable.so",)),
 ]
 
 # The C runtime's entries: in every order, but they print nothing.
@@ -207,9 +219,6 @@ def test_a_program_runs_its_entries_in_the_order_inits_reports(built: Path) -> N
     assert destroyed == _destroyed(registering)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "inits lists a .ctors section of its own as run from DT_INIT (last slot first) and a "
-    ".dtors one from DT_FINI, but nothing runs them: the crt has no __do_global_ctors_aux"))
 def test_ctors_in_a_section_of_their_own_do_not_run(built: Path) -> None:
     (record,) = _inits(str(built / "prog_own_ctors"))["files"]
     inits, finis, _ = _reported(record, "prog")
@@ -250,21 +259,28 @@ def test_a_library_and_its_program_run_in_the_order_the_closure_reports_but_prei
     assert _reported(alone, "lib")[0] == [m for m in before if m.startswith("lib_")]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "inits --closure lists the program's .preinit_array entries with the program, after "
-    "every library's initializers; ld.so runs them before any library's"))
 def test_the_programs_preinit_array_runs_before_its_libraries(built: Path) -> None:
-    inits, _, _ = _closure_reported(built)
+    """The closure lists the program's preinit array as its own first step."""
+    document = _inits("--closure", str(built / "host"))
+    records = {r["path"]: r for r in _ours(document, built)}
+    steps = [(s["path"], s["phase"]) for s in document["closure"] if s["path"] in records]
+    host = next(path for path in records if not path.endswith(".so"))
+    assert steps[0] == (host, "preinit_array") and steps[-1] == (host, "initializers")
+    order = []
+    for path, phase in steps:
+        prefix = "lib" if path.endswith(".so") else "host"
+        entries = [e for e in records[path]["initializers"]
+                   if (e["kind"] == "preinit_array") == (phase == "preinit_array")]
+        order += [m for m in (_marker(e, prefix) for e in entries) if m]
     before, _ = _run(built / "host")
     assert before[:2] == ["host_preinit_a", "host_preinit_b"]  # the run-time fact
-    assert inits == before
+    assert order == before
+    text = run_elfpatch("inits", "--closure", str(built / "host")).stdout
+    assert "[its .preinit_array: a program's runs before every library]" in text
 
 
 # -- a null slot ------------------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a null .init_array slot is reported with address 0 and named after the STT_FILE "
-    "symbol whose value is 0 (Scrt1.o), as if it were a function; ld.so calls it and crashes"))
 def test_a_null_slot_is_not_named_after_a_file_symbol(built: Path) -> None:
     done = subprocess.run([str(built / "null_slot")], capture_output=True, text=True,
                           timeout=60)
@@ -272,3 +288,15 @@ def test_a_null_slot_is_not_named_after_a_file_symbol(built: Path) -> None:
     (record,) = _inits(str(built / "null_slot"))["files"]
     (null,) = [e for e in record["initializers"] if e["address"] == 0]
     assert null["symbol"] is None, null
+
+
+def test_a_preinit_reader_of_a_library_global_is_an_error(built: Path) -> None:
+    """The program's preinit array runs before the library builds what it reads."""
+    before, after = _run(built / "early")
+    assert (before, after) == (["seen=0"], ["now=3"])  # read before the library's initializer
+    document = _inits("--closure", str(built / "early"))
+    (record,) = [r for r in _ours(document, built) if r["path"].endswith("/early")]
+    errors = [(r["kind"], r["reader"], r["object"]) for r in record["risks"]
+              if r["severity"] == "error"]
+    assert ("cross-object-init-order", "early_look", "lib_table") in errors
+

@@ -41,6 +41,10 @@ from elfpatch.errors import ElfpatchError
 T = TypeVar("T")
 
 
+PHASE_PREINIT = "preinit_array"  # an executable's DT_PREINIT_ARRAY alone
+PHASE_INITIALIZERS = "initializers"  # everything else the object runs at load
+
+
 @dataclass(frozen=True)
 class Coverage:
     """How much of an object's initializer and destructor code was followed to its end."""
@@ -69,8 +73,12 @@ class ObjectReport:
 
 @dataclass(frozen=True)
 class ClosureEntry:
+    """One step of a closure's run order: an object's initializers, or (first of all)
+    the program's DT_PREINIT_ARRAY, which ld.so runs before any library's."""
+
     path: str
     soname: str | None
+    phase: str = PHASE_INITIALIZERS
 
 
 @dataclass(frozen=True)

@@ -106,8 +106,9 @@ class ObjectInits:
 
     @property
     def followed(self) -> list[InitializerEntry]:
-        """The initializers whose machine code is read: resolved, and not the C runtime's."""
-        return [e for e in self.initializers if e.address is not None and not e.is_runtime]
+        """The initializers whose machine code is read: resolved, not null, and not the
+        C runtime's."""
+        return [e for e in self.initializers if e.address and not e.is_runtime]
 
 
 def is_merged_initializer(symbol: str | None) -> bool:
@@ -147,15 +148,18 @@ class SymbolNamer:
         self.files: dict[int, str] = {}  # address -> STT_FILE name, found along with names
 
     def names(self, addresses: Iterable[int]) -> dict[int, str]:
-        wanted = {a & ~1 if self.thumb else a for a in addresses}
+        # Address 0 is a null slot, never code; only a symbol of code or data names one
+        # (the STT_FILE symbols of crt1.o and friends have the value 0 too).
+        wanted = {a & ~1 if self.thumb else a for a in addresses} - {0}
         found: dict[int, str] = {}
         for table in self.tables:
             values, shndxs = table.values, table.shndxs
             candidates: dict[int, list[int]] = {}
             # The few symbols at wanted addresses, picked out in C (531k in libtorch's .symtab).
+            types = table.symbol_types
             for index in compress(range(len(values)), map(wanted.__contains__, values)):
                 value = values[index]
-                if value not in found and shndxs[index]:
+                if value not in found and shndxs[index] and types[index] not in _NOT_CODE:
                     candidates.setdefault(value, []).append(index)
             for value, indices in candidates.items():
                 found[value] = table.name(_best_symbol(table, indices))
@@ -186,6 +190,8 @@ class SymbolNamer:
 
 
 _FUNCTION_TYPES = (C.STT_FUNC, C.STT_GNU_IFUNC)
+# Symbols that name no address an array slot can hold.
+_NOT_CODE = frozenset((C.STT_FILE, C.STT_SECTION, C.STT_TLS))
 
 
 def _best_symbol(table: SymbolTable, indices: list[int]) -> int:
@@ -259,9 +265,20 @@ def _slots_by_kind(elf: ElfFile) -> dict[str, list[ArraySlot]]:
     resolver = SlotResolver(elf, locations)
     slots: dict[str, list[ArraySlot]] = {}
     for location in locations:
-        slots[location.kind] = [s for s in resolver.resolve(location)
-                                if not _is_sentinel(location, s)]
+        resolved = resolver.resolve(location)
+        if location.kind in (KIND_CTORS, KIND_DTORS) and not _has_runner(resolved):
+            continue
+        slots[location.kind] = [s for s in resolved if not _is_sentinel(location, s)]
     return slots
+
+
+def _has_runner(slots: list[ArraySlot]) -> bool:
+    """Whether crt code walks these .ctors/.dtors: the old crtbegin.o that did
+    (``__do_global_ctors_aux``, ``__do_global_dtors_aux``) put a -1 in front of
+    the list (``__CTOR_LIST__``).  The crtbegin.o of toolchains that use
+    .init_array puts none and walks nothing: ld folds input .ctors into
+    .init_array, and a .ctors kept apart (a linker script) never runs."""
+    return bool(slots) and slots[0].target in _ALL_ONES
 
 
 def _with_nearest(elf: ElfFile, entries: list[InitializerEntry]) -> list[InitializerEntry]:
@@ -297,7 +314,10 @@ def _is_sentinel(location: ArrayLocation, slot: ArraySlot) -> bool:
     """.ctors/.dtors start with -1 and end with 0."""
     if location.kind not in (KIND_CTORS, KIND_DTORS) or slot.target is None:
         return False
-    return slot.target in (0, (1 << 64) - 1, (1 << 32) - 1)
+    return slot.target == 0 or slot.target in _ALL_ONES
+
+
+_ALL_ONES = ((1 << 64) - 1, (1 << 32) - 1)
 
 
 def list_initializers(elf: ElfFile, path: str, member: str | None = None) -> ObjectInits:

@@ -35,7 +35,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from elfpatch.analysis.effects import AtExit, Effects
-from elfpatch.analysis.initializers import InitializerEntry, InitializerPart
+from elfpatch.analysis.initializers import KIND_PREINIT, InitializerEntry, InitializerPart
 from elfpatch.demangle import demangle
 
 SEVERITY_ERROR = "error"
@@ -265,6 +265,30 @@ class ObjectInitialisation:
     exit_code: Mapping[int, Effects] | None = None  # its registered destructors' effects
 
 
+def _run_position(reader: ObjectInitialisation, item: AnalysedInitializer) -> int:
+    """Where ``item`` runs among the closure's objects: a program's preinit array
+    runs before every library's initializers, the rest at the object's place."""
+    return -1 if item.entry.kind == KIND_PREINIT else reader.position
+
+
+def _constructor(symbol: str, ordered: Sequence[ObjectInitialisation],
+                 ) -> tuple[ObjectInitialisation, AnalysedInitializer] | None:
+    """The object whose initializer builds ``symbol``, and that initializer.
+
+    The first definer in lookup order is not always it: a program that reads
+    a library's global has a copy of it (a copy relocation) that every
+    reference binds to, and the library's initializer builds that copy
+    through its GOT.  So the first definer that also builds it is taken.
+    """
+    for definer in ordered:
+        if symbol in definer.defines:
+            builder = next((c for c in definer.initializers if symbol in constructed_by(c)),
+                           None)
+            if builder is not None:
+                return definer, builder
+    return None
+
+
 def _definer(symbol: str, ordered: Sequence[ObjectInitialisation],
              ) -> ObjectInitialisation | None:
     return next((o for o in ordered if symbol in o.defines), None)
@@ -282,13 +306,13 @@ def cross_object_risks(objects: Sequence[ObjectInitialisation],
     risks: dict[str, list[Risk]] = {}
     for reader in objects:
         for item in reader.initializers:
+            runs_at = _run_position(reader, item)
             for symbol in item.effects.reads:
-                definer = _definer(symbol, ordered)
-                if definer is None or definer is reader or definer.position < reader.position:
+                found = _constructor(symbol, ordered)
+                if found is None or is_lazily_initialised(symbol):
                     continue
-                constructor = next((c for c in definer.initializers
-                                    if symbol in constructed_by(c)), None)
-                if constructor is None or is_lazily_initialised(symbol):
+                definer, constructor = found
+                if definer is reader or definer.position < runs_at:
                     continue
                 risks.setdefault(reader.label, []).append(Risk(
                     SEVERITY_ERROR, KIND_CROSS_OBJECT, item.label, symbol, constructor.label,

@@ -73,6 +73,7 @@ def inits_document(result: InitsResult) -> dict[str, Any]:
         "errors": [error_record(e) for e in result.errors],
     }
     if result.closure is not None:
-        document["closure"] = [{"path": c.path, "soname": c.soname} for c in result.closure]
+        document["closure"] = [{"path": c.path, "soname": c.soname, "phase": c.phase}
+                               for c in result.closure]
         document["missing"] = [{"name": n, "needed_by": by} for n, by in result.missing]
     return document

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
-from elfpatch.analysis.init_order import Coverage, InitsResult, ObjectReport
+from elfpatch.analysis.init_order import PHASE_PREINIT, Coverage, InitsResult, ObjectReport
 from elfpatch.analysis.initializers import InitializerEntry, InitializerPart
 from elfpatch.analysis.risks import KIND_EXIT_DESTRUCTOR, SEVERITY_ERROR, Risk
 from elfpatch.demangle import demangle
@@ -36,6 +36,8 @@ def _render_closure(result: InitsResult, style: Styler) -> str:
     lines = [style("initializers run in this order across objects (dependencies first):",
                    "head")]
     lines += [f"  {n:3d}. {entry.path}" + (f"  ({entry.soname})" if entry.soname else "")
+              + ("  [its .preinit_array: a program's runs before every library]"
+                 if entry.phase == PHASE_PREINIT else "")
               for n, entry in enumerate(result.closure, 1)]
     lines += [style(f"  not found: {name} (needed by {by})", "warn")
               for name, by in result.missing]
@@ -44,6 +46,8 @@ def _render_closure(result: InitsResult, style: Styler) -> str:
 
 def _unnamed(entry: InitializerEntry) -> str:
     """What can be said of a function no symbol names (a stripped file)."""
+    if entry.address == 0:
+        return "(a null slot: the loader calls address 0 and the process crashes)"
     if entry.nearest:
         return f"(no symbol names it; {demangle_nearest(entry.nearest)})"
     return "(stripped: no symbol names it)"

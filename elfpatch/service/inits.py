@@ -13,12 +13,14 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from elfpatch.analysis.init_order import (
+    PHASE_PREINIT,
     ClosureEntry,
     InitsResult,
     ObjectReport,
     analyse_object_fully,
     exported_definitions,
 )
+from elfpatch.analysis.initializers import KIND_PREINIT
 from elfpatch.analysis.risks import (
     ObjectInitialisation,
     cross_object_destruction_risks,
@@ -67,5 +69,8 @@ def analyse_closure(root: str, sort_algorithm: int, follow_code: bool = True,
     reports = [dataclasses.replace(r, risks=r.risks + tuple(extra.get(r.path, ())))
                for r in reports]
     entries = [ClosureEntry(str(o.path), o.soname) for o in closure.objects]
+    root = next((r for r in reports if r.path == str(closure.root.path)), None)
+    if root is not None and any(e.kind == KIND_PREINIT for e in root.initializers):
+        entries.insert(0, ClosureEntry(root.path, root.soname, PHASE_PREINIT))
     missing = [(m.name, str(m.requested_by)) for m in closure.missing]
     return InitsResult(tuple(reports), tuple(entries), tuple(missing), tuple(errors))
