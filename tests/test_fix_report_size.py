@@ -125,7 +125,7 @@ def test_plan_reasons_do_not_grow_with_the_set() -> None:
     for count in (10, 2000):
         uses = shared_uses(synthetic_set(count, names))
         plan, _refused = plan_library("lib00000.so", [Candidate(".dynsym", 5, names[0],
-                                                                "f()::x", True)],
+                                                                True)],
                                       uses["lib00000.so"], FixOptions())
         (change,) = plan.changes
         assert change.target == "GLOBAL"

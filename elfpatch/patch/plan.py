@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from elfpatch.analysis.crosslib import SharedUse
+from elfpatch.demangle import demangle
 from elfpatch.elf.symbols import DYNSYM
 from elfpatch.errors import UsageError
 
@@ -35,8 +36,13 @@ class Candidate:
     table: str
     index: int
     name: str
-    demangled: str
     defined: bool
+
+    @property
+    def demangled(self) -> str:
+        # Demangled only when something reads it (a pattern, a report that lists names):
+        # a plain fix of libtorch would spend a fifth of its time demangling otherwise.
+        return demangle(self.name)
 
 
 @dataclass(frozen=True)
@@ -44,9 +50,12 @@ class SymbolChange:
     table: str
     index: int
     name: str
-    demangled: str
     target: str  # TARGET_*
     reason: str
+
+    @property
+    def demangled(self) -> str:
+        return demangle(self.name)
 
 
 @dataclass(frozen=True)
@@ -109,6 +118,8 @@ class FixOptions:
 
 
 def selected(candidate: Candidate, options: FixOptions) -> bool:
+    if not options.only and not options.exclude:
+        return True
     names = (candidate.name, candidate.demangled)
     if options.only and not any(re.search(options.only, n) for n in names):
         return False
@@ -161,7 +172,7 @@ def plan_library(label: str, candidates: Iterable[Candidate], uses: dict[str, Sh
     decisions = _decide(chosen, uses, options)
     refusals = [_refusal(label, c, uses.get(c.name)) for c in chosen
                 if options.strict and decisions[c.name][1] == "shared" and c.table == DYNSYM]
-    changes = tuple(SymbolChange(c.table, c.index, c.name, c.demangled, *decisions[c.name][::2])
+    changes = tuple(SymbolChange(c.table, c.index, c.name, *decisions[c.name][::2])
                     for c in chosen)
     return LibraryPlan(label, changes, tuple(skipped)), refusals
 

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from elfpatch.analysis.crosslib import LibrarySymbols, dynamic_symbols, shared_uses
-from elfpatch.analysis.unique import unique_symbols
 from elfpatch.elf import constants as C
 from elfpatch.elf.file import ElfFile
 from elfpatch.elf.symbols import symbol_tables
@@ -107,8 +106,8 @@ def _read_library(item: FixInput, with_symbols: bool) -> _Library:
             raise UnsupportedElfError(item.label, f"cannot fix an ELF of type "
                                       f"{elf.header.type_name}; only executables and shared "
                                       "libraries", hint="rebuild objects with -fno-gnu-unique")
-        candidates = tuple(Candidate(u.table, u.index, u.name, u.demangled, u.defined)
-                           for table in symbol_tables(elf) for u in unique_symbols(elf, table))
+        candidates = tuple(Candidate(table.kind, index, table.name(index), table.defined(index))
+                           for table in symbol_tables(elf) for index in table.unique_indices())
         # Alone, a library has nobody to share with: skip reading every dynamic name.
         symbols = dynamic_symbols(elf, item.label) if with_symbols else \
             LibrarySymbols(item.label)

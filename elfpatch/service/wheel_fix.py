@@ -38,7 +38,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from elfpatch.analysis.unique import unique_symbols
 from elfpatch.deflate_splice import (
     BlockStarts,
     Fresh,
@@ -582,7 +581,7 @@ def _rescan(patched: ScratchFile, plan: LibraryPlan, label: str) -> None:
     planned = {change.name for change in plan.changes}
     try:
         with ElfFile.open(patched.path) as elf:
-            left = {u.name for table in symbol_tables(elf) for u in unique_symbols(elf, table)}
+            left = {table.name(i) for table in symbol_tables(elf) for i in table.unique_indices()}
     except ElfpatchError as error:
         raise VerificationError(label, f"the fixed member does not read back: {error.reason}"
                                 ) from None
