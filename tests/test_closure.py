@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from support.build import TORCH_LIBRARY_VARIABLE, opt_in_file
+from support.build import TORCH_LIBRARY_VARIABLE, compile_linked, opt_in_file
 from support.ldcache import new_cache, old_cache
 
 from elfpatch.elf.file import ElfFile
@@ -84,15 +84,8 @@ class Compiler:
     def build(self, output: Path, source: str, *, name: str = "", soname: str | None = None,
               needed: Sequence[Path] = (), flags: Sequence[str] = ()) -> Path:
         """Compile ``source`` into ``output``; ``needed`` become DT_NEEDED in this order."""
-        output.parent.mkdir(parents=True, exist_ok=True)
-        command = [self.cxx, "-O0", "-o", str(output), f'-DNAME="{name}"', "-x", "c++", "-",
-                   "-x", "none", "-Wl,--no-as-needed", *map(str, needed), *flags]
-        if soname is not None:
-            command += ["-shared", "-fPIC", f"-Wl,-soname,{soname}"]
-        result = subprocess.run(command, input=source, capture_output=True, text=True,
-                                timeout=120)
-        assert result.returncode == 0, f"{' '.join(command)}\n{result.stderr}"
-        return output
+        return compile_linked(self.cxx, "c++", output, source, soname=soname, needed=needed,
+                              flags=[f'-DNAME="{name}"', *flags])
 
     def stub(self, folder: Path, soname: str) -> Path:
         """A library that is only a soname to link against (the real one is built later)."""

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from support.build import compile_linked
 from support.ldcache import new_cache
 
 from elfpatch.elf.constants import EM_AARCH64
@@ -47,15 +48,8 @@ class Gcc:
 
     def build(self, output: Path, source: str, *, soname: str | None = None,
               needed: Sequence[Path] = (), flags: Sequence[str] = ()) -> Path:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        command = [self.cc, "-O0", "-o", str(output), "-x", "c", "-", "-x", "none",
-                   "-Wl,--no-as-needed", *map(str, needed), *flags]
-        if soname is not None:
-            command += ["-shared", "-fPIC", f"-Wl,-soname,{soname}"]
-        done = subprocess.run(command, input=source, capture_output=True, text=True,
-                              timeout=120)
-        assert done.returncode == 0, f"{' '.join(command)}\n{done.stderr}"
-        return output
+        return compile_linked(self.cc, "c", output, source, soname=soname, needed=needed,
+                              flags=flags)
 
     def library(self, output: Path, soname: str, **options: object) -> Path:
         return self.build(output, LIBRARY, soname=soname, **options)  # type: ignore[arg-type]

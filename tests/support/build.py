@@ -17,6 +17,7 @@ import os
 import shutil
 import subprocess
 import zipfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -185,6 +186,21 @@ def require_tool(name: str) -> str:
 
 
 # -- files derived from a build -------------------------------------------------
+
+def compile_linked(compiler: str, language: str, output: Path, source: str, *,
+                   soname: str | None = None, needed: Sequence[Path] = (),
+                   flags: Sequence[str] = ()) -> Path:
+    """Compile ``source`` (``language``: c or c++) at -O0 into ``output``, a shared library
+    when ``soname`` is given; ``needed`` become DT_NEEDED in this order."""
+    output.parent.mkdir(parents=True, exist_ok=True)
+    command = [compiler, "-O0", "-o", str(output), "-x", language, "-", "-x", "none",
+               "-Wl,--no-as-needed", *map(str, needed), *flags]
+    if soname is not None:
+        command += ["-shared", "-fPIC", f"-Wl,-soname,{soname}"]
+    done = subprocess.run(command, input=source, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, f"{' '.join(command)}\n{done.stderr}"
+    return output
+
 
 def remove_section_headers(source: Path, destination: Path) -> Path:
     """A copy with e_shoff, e_shnum and e_shstrndx zeroed: only PT_DYNAMIC is left."""
