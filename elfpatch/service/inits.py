@@ -69,8 +69,8 @@ def analyse_closure(root: str, sort_algorithm: int, follow_code: bool = True,
     reports = [dataclasses.replace(r, risks=r.risks + tuple(extra.get(r.path, ())))
                for r in reports]
     entries = [ClosureEntry(str(o.path), o.soname) for o in closure.objects]
-    root = next((r for r in reports if r.path == str(closure.root.path)), None)
-    if root is not None and any(e.kind == KIND_PREINIT for e in root.initializers):
-        entries.insert(0, ClosureEntry(root.path, root.soname, PHASE_PREINIT))
+    program = next((r for r in reports if r.path == str(closure.root.path)), None)
+    if program is not None and any(e.kind == KIND_PREINIT for e in program.initializers):
+        entries.insert(0, ClosureEntry(program.path, program.soname, PHASE_PREINIT))
     missing = [(m.name, str(m.requested_by)) for m in closure.missing]
     return InitsResult(tuple(reports), tuple(entries), tuple(missing), tuple(errors))
