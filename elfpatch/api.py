@@ -13,10 +13,11 @@ them in the result's ``errors`` (``fix`` still writes nothing then).
 
 from __future__ import annotations
 
+import functools
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING, ParamSpec, TypeAlias, TypeVar
 
 from elfpatch.errors import ElfpatchError, UsageError
 
@@ -56,11 +57,30 @@ def path_list(paths: Paths) -> list[str]:
     return given
 
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _leaves_nothing_open(call: Callable[P, R]) -> Callable[P, R]:
+    """The wheels a call opened (and kept open while it read their members) are closed
+    when it returns: no descriptor outlives the call, and no state lives between calls."""
+    @functools.wraps(call)
+    def closing(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return call(*args, **kwargs)
+        finally:
+            from elfpatch.source import close_archives
+
+            close_archives()
+    return closing
+
+
 def _raise_first(errors: Sequence[ElfpatchError], keep_going: bool) -> None:
     if errors and not keep_going:
         raise errors[0]
 
 
+@_leaves_nothing_open
 def scan(paths: Paths, *, keep_going: bool = False) -> ScanReport:
     """UNIQUE symbols of every ELF file, folder (recursively) and wheel under ``paths``."""
     from elfpatch.service.runner import scan_paths
@@ -70,6 +90,7 @@ def scan(paths: Paths, *, keep_going: bool = False) -> ScanReport:
     return ScanReport(tuple(outcome.results), tuple(outcome.errors))
 
 
+@_leaves_nothing_open
 def fix(paths: Paths, *, output: PathLike | None = None, in_place: bool = False,
         mode: str = "local", only: str | None = None, exclude: str | None = None,
         strict: bool = False, force: bool = False, dry_run: bool = False,
@@ -92,6 +113,7 @@ def fix(paths: Paths, *, output: PathLike | None = None, in_place: bool = False,
     return result
 
 
+@_leaves_nothing_open
 def repair_wheels(wheels: Paths, wheel_dir: PathLike | None = None, *, mode: str = "local",
                   only: str | None = None, exclude: str | None = None, strict: bool = False,
                   force: bool = False, dry_run: bool = False,
@@ -118,6 +140,7 @@ def repair_wheels(wheels: Paths, wheel_dir: PathLike | None = None, *, mode: str
     return result
 
 
+@_leaves_nothing_open
 def inits(paths: Paths, *, closure: bool = False, sort_algorithm: int = 2,
           follow_code: bool = True, host: HostProfile | None = None,
           keep_going: bool = False) -> InitsResult:
@@ -148,6 +171,7 @@ def inits(paths: Paths, *, closure: bool = False, sort_algorithm: int = 2,
     return result
 
 
+@_leaves_nothing_open
 def check(paths: Paths, *, policy: Policy | None = None, config: PathLike | None = None,
           baseline: PathLike | None = None, jobs: int = 1,
           keep_going: bool = False) -> CheckResult:

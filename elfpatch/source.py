@@ -58,10 +58,12 @@ def _open_archive_member(archive: ZipArchive, source: ElfSource) -> ElfFile:
 
 
 # Reading and checking a wheel's central directory and local headers (13k
-# entries for torch: 0.5 s) costs more than most members: the few most recent
-# archives stay open for the life of the process, and of the workers it forks.
-# An archive is found again only while its file is the same (device, inode,
-# size, modification time): a wheel rewritten in place is read anew.
+# entries for torch: 0.5 s) costs more than most members: within one call the
+# few most recent archives stay open, in this process and in the workers it
+# forks, and ``close_archives`` closes them when the call returns (the API
+# does), so that nothing stays open between calls.  An archive is found again
+# only while its file is the same (device, inode, size, modification time):
+# a wheel rewritten in place is read anew.
 _OPEN_ARCHIVES: dict[str, tuple[tuple[int, int, int, int], ZipArchive]] = {}
 _MAX_OPEN_ARCHIVES = 4
 
@@ -88,3 +90,9 @@ def _file_identity(path: str) -> tuple[int, int, int, int]:
     except OSError:
         return (-1, -1, -1, -1)
     return (status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns)
+
+
+def close_archives() -> None:
+    """Close every archive ``cached_archive`` keeps open."""
+    while _OPEN_ARCHIVES:
+        _OPEN_ARCHIVES.popitem()[1][1].close()

@@ -96,6 +96,32 @@ def test_wheels_are_repaired_through_the_api(wheel: Path, tmp_path: Path) -> Non
     assert elfpatch.check(fixed / wheel.name, config="/dev/null").passed
 
 
+def _descriptors_on(path: Path) -> list[str]:
+    """This process's open descriptors that lead to ``path``."""
+    found = []
+    for entry in Path("/proc/self/fd").iterdir():
+        try:
+            if Path(os.readlink(entry)) == path.resolve():
+                found.append(entry.name)
+        except OSError:
+            continue
+    return found
+
+
+def test_no_wheel_stays_open_after_a_call(wheel: Path, tmp_path: Path) -> None:
+    """A call reads a wheel's members through one open archive and closes it on return."""
+    copy = tmp_path / wheel.name
+    shutil.copy(wheel, copy)
+    calls = {"scan": lambda: elfpatch.scan(copy), "inits": lambda: elfpatch.inits(copy),
+             "check": lambda: elfpatch.check(copy, config="/dev/null")}
+    for name, call in calls.items():
+        call()
+        assert _descriptors_on(copy) == [], f"{name} left the wheel open"
+    with pytest.raises(elfpatch.ElfpatchError):
+        elfpatch.scan([copy, tmp_path / "missing.so"])
+    assert _descriptors_on(copy) == [], "a failing call left the wheel open"
+
+
 def test_the_closure_starts_from_an_elf_file(tmp_path: Path) -> None:
     wheel = tmp_path / "pkg-1.0-py3-none-any.whl"
     wheel.write_bytes(b"PK")

@@ -32,6 +32,7 @@ from elfpatch.policy import load_policy
 from elfpatch.service.check import run_check
 from elfpatch.service.runner import scan_paths
 from elfpatch.service.wheel_fix import fix_wheels
+from elfpatch.source import close_archives
 
 MUTANTS = 2000
 ALARM_SECONDS = 30
@@ -91,13 +92,6 @@ def _listing(root: Path, skip: Path) -> set[str]:
     return found
 
 
-def forget_open_archives() -> None:
-    from elfpatch import source
-
-    while source._OPEN_ARCHIVES:
-        source._OPEN_ARCHIVES.popitem()[1][1].close()
-
-
 def _alarm(_signal: int, _frame: object) -> None:
     raise Hang
 
@@ -145,7 +139,7 @@ def test_damaged_wheels_give_clean_errors_only(wheel: Path, tmp_path: Path,
         for number, (kind, data) in enumerate(_mutants(sources, seed=20260101)):
             kinds[kind] = kinds.get(kind, 0) + 1
             mutant.write_bytes(data)
-            forget_open_archives()  # a rewrite in the same clock tick keeps size and mtime
+            close_archives()  # a rewrite in the same clock tick keeps size and mtime
             before = _listing(root, out)
             steps: list[tuple[str, Callable[[], object]]] = [
                 ("fix", lambda: fix_wheels([str(mutant)], str(out), FixOptions())),
