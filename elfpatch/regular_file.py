@@ -71,13 +71,29 @@ def _open_checked(path: str, flags: int, mode: int = 0o666) -> int:
     return descriptor
 
 
-def open_regular(path: str | Path) -> BinaryIO:
-    """``path`` opened for reading in binary mode, if it is a regular file.
+def open_regular_descriptor(path: str | Path) -> int:
+    """A read-only descriptor for ``path``, if it is a regular file.
 
     Raises ``InputError`` for a directory, FIFO, socket or device, and
-    ``OSError`` when the file cannot be opened.
+    ``OSError`` when the file cannot be opened (``cannot_open`` words it).
     """
-    return os.fdopen(_open_checked(str(path), os.O_RDONLY), "rb")
+    return _open_checked(str(path), os.O_RDONLY)
+
+
+def open_regular(path: str | Path) -> BinaryIO:
+    """``path`` opened for reading in binary mode, if it is a regular file (as above)."""
+    return os.fdopen(open_regular_descriptor(path), "rb")
+
+
+def cannot_open(name: str, error: OSError) -> InputError:
+    """The one line for an input that could not be opened."""
+    if isinstance(error, FileNotFoundError):
+        return InputError(name, "no such file")
+    if isinstance(error, IsADirectoryError):
+        return InputError(name, "is a directory")
+    if isinstance(error, PermissionError):
+        return InputError(name, "permission denied")
+    return InputError(name, f"cannot read: {error.strerror or error}")
 
 
 def read_regular_bytes(path: str | Path) -> bytes:

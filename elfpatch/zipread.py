@@ -33,6 +33,7 @@ from types import ModuleType
 from typing import Protocol
 
 from elfpatch.errors import InputError
+from elfpatch.regular_file import cannot_open, open_regular_descriptor
 
 LOCAL_SIGNATURE = b"PK\x03\x04"
 CENTRAL_SIGNATURE = b"PK\x01\x02"
@@ -314,29 +315,11 @@ def open_zip(path: Path, name: str | None = None) -> ZipArchive:
 
 
 def _open_regular(path: Path) -> int:
-    """A descriptor on ``path``, refused before opening unless it is a regular file.
-
-    A FIFO would block the open until a writer came; O_NONBLOCK covers one
-    swapped in between the check and the open.
-    """
-    name = str(path)
+    """A descriptor on ``path``; anything but a regular file is refused, never waited on."""
     try:
-        status = path.stat()
-        if not stat.S_ISREG(status.st_mode):
-            if stat.S_ISDIR(status.st_mode):
-                raise InputError(name, "is a directory")
-            raise InputError(name, "not a regular file (a pipe, socket or device)")
-        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except FileNotFoundError:
-        raise InputError(name, "no such file") from None
-    except PermissionError:
-        raise InputError(name, "permission denied") from None
+        return open_regular_descriptor(path)
     except OSError as error:
-        raise InputError(name, f"cannot read: {error.strerror or error}") from None
-    if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-        os.close(descriptor)
-        raise InputError(name, "not a regular file (a pipe, socket or device)")
-    return descriptor
+        raise cannot_open(str(path), error) from None
 
 
 @dataclass(frozen=True)

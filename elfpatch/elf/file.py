@@ -19,8 +19,8 @@ from functools import cached_property
 from pathlib import Path
 
 from elfpatch.elf import constants as C
-from elfpatch.errors import CorruptElfError, InputError, NotElfError
-from elfpatch.regular_file import open_regular
+from elfpatch.errors import CorruptElfError, NotElfError
+from elfpatch.regular_file import cannot_open, open_regular
 
 # Header layouts after e_ident: (format, size of one section/program header)
 _EHDR_FIELDS = {
@@ -140,14 +140,8 @@ class ElfFile:
                 if size == 0:
                     raise NotElfError(name, "empty file, not an ELF file")
                 data = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
-        except FileNotFoundError:
-            raise InputError(name, "no such file") from None
-        except IsADirectoryError:
-            raise InputError(name, "is a directory") from None
-        except PermissionError:
-            raise InputError(name, "permission denied") from None
         except OSError as error:
-            raise InputError(name, f"cannot read: {error.strerror or error}") from None
+            raise cannot_open(name, error) from None
         return cls(data, name)
 
     def close(self) -> None:
