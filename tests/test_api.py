@@ -101,7 +101,7 @@ def _descriptors_on(path: Path) -> list[str]:
     found = []
     for entry in Path("/proc/self/fd").iterdir():
         try:
-            if Path(os.readlink(entry)) == path.resolve():
+            if entry.readlink() == path.resolve():
                 found.append(entry.name)
         except OSError:
             continue

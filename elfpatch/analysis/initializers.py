@@ -192,6 +192,8 @@ class SymbolNamer:
 _FUNCTION_TYPES = (C.STT_FUNC, C.STT_GNU_IFUNC)
 # Symbols that name no address an array slot can hold.
 _NOT_CODE = frozenset((C.STT_FILE, C.STT_SECTION, C.STT_TLS))
+# The -1 that old crtbegin.o put at the head of .ctors/.dtors, in either word size.
+_ALL_ONES = ((1 << 64) - 1, (1 << 32) - 1)
 
 
 def _best_symbol(table: SymbolTable, indices: list[int]) -> int:
@@ -316,8 +318,6 @@ def _is_sentinel(location: ArrayLocation, slot: ArraySlot) -> bool:
         return False
     return slot.target == 0 or slot.target in _ALL_ONES
 
-
-_ALL_ONES = ((1 << 64) - 1, (1 << 32) - 1)
 
 
 def list_initializers(elf: ElfFile, path: str, member: str | None = None) -> ObjectInits:

@@ -102,12 +102,7 @@ class HostProfile:
     @property
     def x86_64_level(self) -> int:
         """The x86-64 ISA level the CPU flags reach (1: baseline)."""
-        level = 1
-        for _name, needs in X86_64_LEVELS:
-            if not set(needs) <= self.cpu_flags:
-                break
-            level += 1
-        return level
+        return 1 + len(_levels_reached(self.cpu_flags))
 
     def capabilities(self, e_machine: int) -> Capabilities:
         """$PLATFORM, legacy hwcap names and glibc-hwcaps for objects of ``e_machine``."""
@@ -144,12 +139,17 @@ def _x86_64_capabilities(vendor: str, flags: frozenset[str]) -> Capabilities:
             names.append("avx512_1")
         if platform == "x86_64" and set(_HASWELL) <= flags:
             platform = "haswell"
+    return Capabilities(platform, tuple(names), tuple(reversed(_levels_reached(flags))))
+
+
+def _levels_reached(flags: frozenset[str]) -> list[str]:
+    """The glibc-hwcaps x86-64 levels ``flags`` reach, lowest first (each needs the last)."""
     levels: list[str] = []
     for name, needs in X86_64_LEVELS:
         if not set(needs) <= flags:
             break
         levels.append(name)
-    return Capabilities(platform, tuple(names), tuple(reversed(levels)))
+    return levels
 
 
 # -- reading this machine ------------------------------------------------------------
