@@ -49,7 +49,7 @@ def _emit_json(document: dict[str, Any]) -> None:
 
 
 class ElfpatchGroup(click.Group):
-    """Turns ElfpatchError into one line on stderr and exit code 2."""
+    """Turns ElfpatchError into one line on stderr and exit code 2, a bug into exit code 3."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -70,7 +70,7 @@ class ElfpatchGroup(click.Group):
                 raise
             _echo(f"elfpatch: internal error: {type(error).__name__}: {error} "
                        "(rerun with --traceback and report it)", err=True)
-            ctx.exit(ExitCode.BAD_INPUT)
+            ctx.exit(ExitCode.INTERNAL)
 
 
 @click.group(cls=ElfpatchGroup, epilog=EXIT_CODES_HELP)

@@ -18,6 +18,9 @@ class ExitCode(enum.IntEnum):
     OK = 0
     FINDINGS = 1  # a policy was violated or a fix was refused (--strict)
     BAD_INPUT = 2  # usage error, or an input that could not be read
+    # A bug of elfpatch's own (an unexpected exception): distinct from 2 so that a
+    # CI job can tell "your input is bad" from "the tool broke".
+    INTERNAL = 3
     INTERRUPTED = 130  # Ctrl-C or SIGTERM (128 + SIGINT, as shells report it)
 
 
@@ -25,6 +28,7 @@ EXIT_CODES_HELP = (
     "Exit codes: 0 success (findings or not); "
     "1 a policy was violated or a fix was refused; "
     "2 usage error or an input that could not be read; "
+    "3 internal error of elfpatch (a bug: rerun with --traceback and report it); "
     "130 interrupted (fix then lists what was written)."
 )
 
