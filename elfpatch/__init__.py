@@ -16,25 +16,63 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-__all__ = ["ElfpatchError", "ScanReport", "__version__", "check", "fix", "inits",
+# Every public name, and the module it lives in: imported on first use, so that
+# ``import elfpatch`` imports nothing (the console script's first statement, which
+# answers Ctrl-C, runs as soon as possible).
+_PUBLIC = {
+    # The commands.
+    "scan": "elfpatch.api", "fix": "elfpatch.api", "repair_wheels": "elfpatch.api",
+    "inits": "elfpatch.api", "check": "elfpatch.api",
+    # Errors and exit codes.
+    "ElfpatchError": "elfpatch.errors", "ExitCode": "elfpatch.errors",
+    # The check policy.
+    "Policy": "elfpatch.policy", "Level": "elfpatch.policy",
+    "DestructorScope": "elfpatch.policy",
+    # What the commands return, and what those results hold.
+    "ScanReport": "elfpatch.api", "FileScan": "elfpatch.analysis.unique",
+    "UniqueSymbol": "elfpatch.analysis.unique",
+    "FixResult": "elfpatch.service.fix", "LibraryOutcome": "elfpatch.service.fix",
+    "FixPlan": "elfpatch.patch.plan", "LibraryPlan": "elfpatch.patch.plan",
+    "SymbolChange": "elfpatch.patch.plan", "Refusal": "elfpatch.patch.plan",
+    "WheelsResult": "elfpatch.service.wheel_fix", "WheelFixResult": "elfpatch.service.wheel_fix",
+    "MemberFix": "elfpatch.service.wheel_fix",
+    "InitsResult": "elfpatch.analysis.init_order", "ObjectReport": "elfpatch.analysis.init_order",
+    "ClosureEntry": "elfpatch.analysis.init_order", "Coverage": "elfpatch.analysis.init_order",
+    "InitializerEntry": "elfpatch.analysis.initializers", "Risk": "elfpatch.analysis.risks",
+    "CheckResult": "elfpatch.analysis.check", "LibraryCheck": "elfpatch.analysis.check",
+    "LibraryFacts": "elfpatch.analysis.check", "Finding": "elfpatch.analysis.check",
+    "Clash": "elfpatch.analysis.check",
+    "HostProfile": "elfpatch.loader.host",
+}
+
+# Literal, for linters and type checkers; a test checks it lists _PUBLIC.
+__all__ = ["CheckResult", "Clash", "ClosureEntry", "Coverage",
+           "DestructorScope", "ElfpatchError", "ExitCode", "FileScan", "Finding", "FixPlan",
+           "FixResult", "HostProfile", "InitializerEntry", "InitsResult", "Level",
+           "LibraryCheck", "LibraryFacts", "LibraryOutcome", "LibraryPlan", "MemberFix",
+           "ObjectReport", "Policy", "Refusal", "Risk", "ScanReport", "SymbolChange",
+           "UniqueSymbol", "WheelFixResult", "WheelsResult", "__version__", "check", "fix", "inits",
            "repair_wheels", "scan"]
 
 if TYPE_CHECKING:
+    from elfpatch.analysis.check import CheckResult, Clash, Finding, LibraryCheck, LibraryFacts
+    from elfpatch.analysis.init_order import ClosureEntry, Coverage, InitsResult, ObjectReport
+    from elfpatch.analysis.initializers import InitializerEntry
+    from elfpatch.analysis.risks import Risk
+    from elfpatch.analysis.unique import FileScan, UniqueSymbol
     from elfpatch.api import ScanReport, check, fix, inits, repair_wheels, scan
-    from elfpatch.errors import ElfpatchError
-
-_LAZY = {"scan", "fix", "repair_wheels", "inits", "check", "ScanReport"}
+    from elfpatch.errors import ElfpatchError, ExitCode
+    from elfpatch.loader.host import HostProfile
+    from elfpatch.patch.plan import FixPlan, LibraryPlan, Refusal, SymbolChange
+    from elfpatch.policy import DestructorScope, Level, Policy
+    from elfpatch.service.fix import FixResult, LibraryOutcome
+    from elfpatch.service.wheel_fix import MemberFix, WheelFixResult, WheelsResult
 
 
 def __getattr__(name: str) -> Any:
-    # Nothing is imported with the package itself: the console script's first
-    # statement (which answers Ctrl-C) runs as soon as possible.
-    if name == "ElfpatchError":
-        from elfpatch.errors import ElfpatchError
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module 'elfpatch' has no attribute {name!r}")
+    import importlib
 
-        return ElfpatchError
-    if name in _LAZY:
-        from elfpatch import api
-
-        return getattr(api, name)
-    raise AttributeError(f"module 'elfpatch' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

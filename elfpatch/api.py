@@ -180,14 +180,15 @@ def check(paths: Paths, *, policy: Policy | None = None, config: PathLike | None
     ``policy`` as given, else read from ``config`` (TOML with [tool.elfpatch]),
     else from the nearest pyproject.toml; ``baseline`` lists known findings.
     """
-    from elfpatch.policy import load_policy
+    from elfpatch.policy import as_policy, load_policy
     from elfpatch.service.check import read_baseline, run_check
 
     if policy is not None and config is not None:
         raise UsageError("check", "give policy= or config=, not both")
     if jobs < 1:
         raise UsageError("jobs", f"{jobs!r} is not a positive number of processes")
-    chosen = policy or load_policy(None if config is None else os.fspath(config))
+    chosen = as_policy(policy) if policy is not None else \
+        load_policy(None if config is None else os.fspath(config))
     known = read_baseline(None if baseline is None else os.fspath(baseline))
     result = run_check(path_list(paths), chosen, known, jobs)
     _raise_first(result.errors, keep_going)

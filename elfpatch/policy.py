@@ -18,14 +18,16 @@ configured.
 
 from __future__ import annotations
 
+import enum
 import fnmatch
 import re
 import sys
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
-from elfpatch.errors import InputError
+from elfpatch.errors import InputError, UsageError
 from elfpatch.regular_file import read_regular_text
 
 if sys.version_info >= (3, 11):
@@ -33,22 +35,109 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-LEVELS = ("error", "warn", "ignore")
-DESTRUCTOR_SCOPES = ("all", "read-at-exit")
+
+class Level(str, enum.Enum):
+    """What a rule's findings do to the verdict."""
+
+    ERROR = "error"
+    WARN = "warn"
+    IGNORE = "ignore"
+
+    def __str__(self) -> str:
+        return self.value
 
 
-@dataclass(frozen=True)
+class DestructorScope(str, enum.Enum):
+    """Which exit-time destructors the exit-time-destructors rule reports."""
+
+    ALL = "all"
+    READ_AT_EXIT = "read-at-exit"  # only objects a destructor, atexit function or thread reads
+
+    def __str__(self) -> str:
+        return self.value
+
+
+LEVELS = tuple(level.value for level in Level)
+DESTRUCTOR_SCOPES = tuple(scope.value for scope in DestructorScope)
+
+
+@dataclass(frozen=True, kw_only=True)
 class Policy:
-    unique: str = "error"
+    """A ``check`` policy, checked and compiled when made: a mistyped level, a pattern
+    that is not a regular expression or a value of the wrong type is an ElfpatchError
+    at once, never a policy that quietly passes everything.
+
+    Levels and the scope take their enum or its string (``unique="warn"``);
+    ``allow`` a sequence of regular expressions; ``max_initializers`` a mapping
+    (or pairs) of globs to budgets.
+    """
+
+    unique: Level = Level.ERROR
     allow: tuple[str, ...] = ()
-    exit_time_destructors: str = "warn"
-    init_order: str = "warn"
-    # "read-at-exit": only exit-time destructors of objects read at exit.
-    exit_time_destructors_scope: str = "all"
-    destruction_order: str = "warn"
+    exit_time_destructors: Level = Level.WARN
+    init_order: Level = Level.WARN
+    exit_time_destructors_scope: DestructorScope = DestructorScope.ALL
+    destruction_order: Level = Level.WARN
     max_initializers: tuple[tuple[str, int], ...] = ()
     source: str | None = None  # the file it was read from
-    _compiled: tuple[re.Pattern[str], ...] = field(default=(), compare=False, repr=False)
+    _compiled: tuple[re.Pattern[str], ...] = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.source is not None and not isinstance(self.source, str):
+            self._refuse("source", self.source, "expected the path it was read from (a string)")
+        for name in ("unique", "exit_time_destructors", "init_order", "destruction_order"):
+            self._set(name, self._choice(name, Level))
+        self._set("exit_time_destructors_scope",
+                  self._choice("exit_time_destructors_scope", DestructorScope))
+        self._set("allow", self._patterns())
+        self._set("_compiled", tuple(self._compile(pattern) for pattern in self.allow))
+        self._set("max_initializers", self._budgets())
+
+    def _set(self, name: str, value: Any) -> None:
+        object.__setattr__(self, name, value)  # frozen: only while being made
+
+    def _refuse(self, name: str, value: Any, expected: str) -> NoReturn:
+        """One line naming the setting as the user wrote it: the TOML key, or the argument."""
+        if self.source is not None:
+            raise InputError(self.source, f"[tool.elfpatch] {name.replace('_', '-')} = "
+                             f"{_shown(value)}: {expected}")
+        raise UsageError("Policy", f"{name}={_shown(value)}: {expected}")
+
+    def _choice(self, name: str, kind: type[enum.Enum]) -> Any:
+        value = getattr(self, name)
+        try:
+            return kind(value)
+        except ValueError:
+            self._refuse(name, value, "expected one of " +
+                         ", ".join(str(choice.value) for choice in kind))
+
+    def _patterns(self) -> tuple[str, ...]:
+        allow = self.allow
+        # A lone string is a sequence of characters, each a pattern: never meant.
+        if isinstance(allow, (str, bytes)) or not isinstance(allow, (list, tuple)) \
+                or not all(isinstance(pattern, str) for pattern in allow):
+            self._refuse("allow", allow, "expected a list of regular expressions")
+        return tuple(allow)
+
+    def _compile(self, pattern: str) -> re.Pattern[str]:
+        try:
+            return re.compile(pattern)
+        except re.error as error:
+            self._refuse("allow", pattern, f"not a regular expression ({error})")
+
+    def _budgets(self) -> tuple[tuple[str, int], ...]:
+        given = self.max_initializers
+        expected = "expected a table of globs to numbers of initializers"
+        try:
+            pairs = tuple(given.items() if isinstance(given, Mapping) else given)
+        except TypeError:
+            self._refuse("max_initializers", given, expected)
+        for pair in pairs:
+            if not (isinstance(pair, tuple) and len(pair) == 2 and isinstance(pair[0], str)
+                    and isinstance(pair[1], int) and not isinstance(pair[1], bool)
+                    and pair[1] >= 0):
+                self._refuse("max_initializers", given, expected)
+        return pairs
 
     def allowed(self, *names: str) -> bool:
         return any(p.search(n) for p in self._compiled for n in names)
@@ -62,45 +151,35 @@ class Policy:
         return None
 
 
-def _level(table: dict[str, Any], key: str, default: str, source: str,
-           choices: tuple[str, ...] = LEVELS) -> str:
-    value = table.get(key, default)
-    if value not in choices:
-        raise InputError(source, f"[tool.elfpatch] {key} = {value!r}: expected one of "
-                         f"{', '.join(choices)}")
-    return str(value)
+def _shown(value: Any) -> str:
+    """A refused value in a one-line message: its repr, cut short."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
-def policy_from_table(table: dict[str, Any], source: str) -> Policy:
-    known = {"unique", "allow", "exit-time-destructors", "init-order", "max-initializers",
-             "exit-time-destructors-scope", "destruction-order"}
-    unknown = sorted(set(table) - known)
+# The keys of [tool.elfpatch]: the Policy's fields, spelt with hyphens.
+TABLE_KEYS = {f.name.replace("_", "-"): f.name for f in fields(Policy)
+              if f.init and f.name != "source"}
+
+
+def policy_from_table(table: Any, source: str) -> Policy:
+    """The policy of a ``[tool.elfpatch]`` table read from ``source``."""
+    if not isinstance(table, dict):
+        raise InputError(source, "[tool.elfpatch] must be a table")
+    unknown = sorted(set(table) - set(TABLE_KEYS))
     if unknown:
         raise InputError(source, f"[tool.elfpatch] has unknown keys: {', '.join(unknown)}",
-                         hint=f"known keys: {', '.join(sorted(known))}")
-    allow = table.get("allow", [])
-    budgets = table.get("max-initializers", {})
-    if not isinstance(allow, list) or not all(isinstance(a, str) for a in allow):
-        raise InputError(source, "[tool.elfpatch] allow must be a list of regular expressions")
-    if not isinstance(budgets, dict) or not all(isinstance(v, int) for v in budgets.values()):
-        raise InputError(source, "[tool.elfpatch] max-initializers must map globs to integers")
-    try:
-        compiled = tuple(re.compile(pattern) for pattern in allow)
-    except re.error as error:
-        raise InputError(source, f"[tool.elfpatch] allow: bad regular expression: {error}") \
-            from None
-    return Policy(
-        unique=_level(table, "unique", "error", source),
-        allow=tuple(allow),
-        exit_time_destructors=_level(table, "exit-time-destructors", "warn", source),
-        init_order=_level(table, "init-order", "warn", source),
-        exit_time_destructors_scope=_level(table, "exit-time-destructors-scope", "all", source,
-                                           DESTRUCTOR_SCOPES),
-        destruction_order=_level(table, "destruction-order", "warn", source),
-        max_initializers=tuple(budgets.items()),
-        source=source,
-        _compiled=compiled,
-    )
+                         hint=f"known keys: {', '.join(sorted(TABLE_KEYS))}")
+    settings = {TABLE_KEYS[key]: value for key, value in table.items()}
+    return Policy(**settings, source=source)
+
+
+def as_policy(given: Any) -> Policy:
+    """The API's ``policy=``: a Policy, nothing else (a dict's keys would go unchecked)."""
+    if isinstance(given, Policy):
+        return given
+    raise UsageError("policy", f"expected an elfpatch.Policy, not {type(given).__name__}",
+                     hint="elfpatch.Policy(unique=\"warn\", allow=[...]), or config= a TOML file")
 
 
 def read_policy_file(path: Path) -> Policy:
@@ -113,8 +192,10 @@ def read_policy_file(path: Path) -> Policy:
         raise InputError(str(path), f"cannot read: {error}") from None
     except tomllib.TOMLDecodeError as error:
         raise InputError(str(path), f"not valid TOML: {error}") from None
-    table = document.get("tool", {}).get("elfpatch", document if path.name != "pyproject.toml"
-                                         else {})
+    tool = document.get("tool", {})
+    if not isinstance(tool, dict):
+        raise InputError(str(path), "[tool] must be a table")
+    table = tool.get("elfpatch", document if path.name != "pyproject.toml" else {})
     return policy_from_table(table, str(path))
 
 

@@ -147,7 +147,7 @@ def _unique_findings(facts: LibraryFacts, policy: Policy) -> list[Finding]:
         return []
     return [Finding(facts.identity, RULE_UNIQUE, symbol.name,
                     f"STB_GNU_UNIQUE {symbol.kind.replace('_', ' ')}: {symbol.demangled}",
-                    policy.unique)
+                    policy.unique.value)
             for symbol in facts.scan.dynamic_unique_definitions
             if not policy.allowed(symbol.name, symbol.demangled)]
 
@@ -167,15 +167,15 @@ def _effect_findings(facts: LibraryFacts, policy: Policy) -> list[Finding]:
         # "read-at-exit": only the objects a destructor, atexit function or thread reads.
         every = policy.exit_time_destructors_scope == "all"
         findings += [Finding(facts.identity, RULE_EXIT_DESTRUCTOR, obj, message,
-                             policy.exit_time_destructors)
+                             policy.exit_time_destructors.value)
                      for obj, message, read in facts.exit_destructors if every or read]
     if policy.init_order != "ignore":
         findings += [Finding(facts.identity, RULE_INIT_ORDER, f"{reader}->{obj}", message,
-                             policy.init_order)
+                             policy.init_order.value)
                      for reader, obj, message in facts.init_order_errors]
     if policy.destruction_order != "ignore":
         findings += [Finding(facts.identity, RULE_DESTRUCTION_ORDER, f"{reader}->{obj}", message,
-                             policy.destruction_order)
+                             policy.destruction_order.value)
                      for reader, obj, message in facts.destruction_order_errors]
     return findings
 
