@@ -299,9 +299,10 @@ def demo() -> None:
     run_demo(click.echo)
 
 
-@main.command(epilog="Exit codes: 0 the policy passed (or --update-baseline recorded the "
-              "findings); 1 the policy was violated; 2 usage error or an input that could not "
-              "be read.")
+@main.command(epilog="Exit codes: 0 the policy passed (--update-baseline: the findings were "
+              "recorded); 1 the policy was violated (--update-baseline: by what a baseline "
+              "cannot hold, a UNIQUE clash between packages); 2 usage error or an input that "
+              "could not be read (nothing is recorded then).")
 @click.argument("paths", nargs=-1)
 @click.option("--config", type=click.Path(), help="Policy file (TOML with [tool.elfpatch]); "
               "default: the nearest pyproject.toml.")
@@ -310,8 +311,8 @@ def demo() -> None:
 @click.option("-v", "--verbose", is_flag=True, help="Text: every library and finding, not the "
               "summary.")
 @click.option("--baseline", type=click.Path(), help="Known findings (JSON) that do not fail.")
-@click.option("--update-baseline", is_flag=True, help="Write the current findings to --baseline "
-              "(created if missing) and exit 0.")
+@click.option("--update-baseline", is_flag=True, help="Write the current error findings to "
+              "--baseline (created if missing); they no longer fail this run or later ones.")
 @click.option("-j", "--jobs", type=click.IntRange(1, 64), default=None,
               help="Analyse libraries in this many processes (default: one per core, up to 8).")
 @click.option("--environment", is_flag=True, help="Also check the libraries installed in the "
@@ -332,7 +333,13 @@ def check(paths: tuple[str, ...], config: str | None, output_format: str, verbos
     jobs = jobs or min(8, os.cpu_count() or 1)
     from elfpatch.analysis.check import CheckResult
     from elfpatch.policy import load_policy
-    from elfpatch.service.check import read_baseline, run_check, write_baseline
+    from elfpatch.service.check import (
+        as_baselined,
+        baseline_keys,
+        read_baseline,
+        run_check,
+        write_baseline,
+    )
 
     if update_baseline and not baseline:
         raise click.UsageError("--update-baseline needs --baseline FILE")
@@ -352,7 +359,11 @@ def check(paths: tuple[str, ...], config: str | None, output_format: str, verbos
         from elfpatch.service.environment import add_environment
 
         result = add_environment(result, python or sys.executable, jobs)
-    recorded = write_baseline(baseline, result) if update_baseline and baseline else None
+    recorded = None
+    if update_baseline and baseline and not result.errors:
+        # What is recorded no longer fails: the report and the exit code say so.
+        recorded = write_baseline(baseline, result)
+        result = as_baselined(result, baseline_keys(result))
     _render_check(result, output_format, verbose)
     _emit_errors(result.errors)
     if result.errors:
@@ -360,7 +371,6 @@ def check(paths: tuple[str, ...], config: str | None, output_format: str, verbos
     if recorded is not None:
         _echo(f"elfpatch: recorded {recorded} error findings in {baseline}; later runs "
               f"with --baseline {baseline} fail only on new ones", err=True)
-        sys.exit(ExitCode.OK)
     sys.exit(ExitCode.OK if result.passed else ExitCode.FINDINGS)
 
 

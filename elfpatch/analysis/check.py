@@ -1,18 +1,22 @@
 """``check``: the analyses of every library, judged by a policy, net of a baseline.
 
-A finding has a stable key (library, rule, subject) so a baseline file can
-list what a project already ships and the gate fails only on new findings.
-Libraries in a wheel are identified by their member path, which does not
-change from one version of the wheel to the next.
+A finding has a key (library, rule, subject) so a baseline file can list
+what a project already ships and the gate fails only on new findings.  The
+key is the same on every machine and in every folder: a library is named by
+its member path in a wheel, its path below the folder given, or its file
+name; a subject without a name of its own by what identifies it (an
+initializer by its array and index and translation unit, an object by its
+address).  No two findings of a run share a key: a repeated one is numbered.
 """
 
 from __future__ import annotations
 
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import PurePath
+from typing import TYPE_CHECKING
 
 from elfpatch.alongside import Alongside, in_turn
 from elfpatch.analysis.unique import FileScan, scan_elf
@@ -20,6 +24,10 @@ from elfpatch.elf.file import ElfFile
 from elfpatch.errors import ElfpatchError
 from elfpatch.policy import Policy
 from elfpatch.source import ElfSource
+
+if TYPE_CHECKING:
+    from elfpatch.analysis.initializers import InitializerEntry
+    from elfpatch.analysis.risks import Risk
 
 RULE_UNIQUE = "unique"
 RULE_INITIALIZERS = "max-initializers"
@@ -36,10 +44,12 @@ class Finding:
     message: str
     level: str  # "error" or "warn" (after the policy)
     baselined: bool = False
+    # The baseline key, one per finding (``judge`` sets it); by default made of the above.
+    key: str = ""
 
-    @property
-    def key(self) -> str:
-        return f"{self.library}|{self.rule}|{self.subject}"
+    def __post_init__(self) -> None:
+        if not self.key:
+            object.__setattr__(self, "key", f"{self.library}|{self.rule}|{self.subject}")
 
     @property
     def violation(self) -> bool:
@@ -60,6 +70,20 @@ class LibraryFacts:
     @property
     def identity(self) -> str:
         return self.source.member or self.source.path
+
+    @property
+    def baseline_name(self) -> str:
+        """The library in baseline keys: its member path, its path below the folder given,
+        or its file name; never where the build happened to be."""
+        source = self.source
+        if source.member is not None:
+            return source.member
+        if source.root is not None:
+            relative = PurePath(source.path).relative_to(source.root) \
+                if PurePath(source.path).is_relative_to(source.root) else None
+            if relative is not None:
+                return relative.as_posix()
+        return PurePath(source.path).name
 
 
 @dataclass(frozen=True)
@@ -123,23 +147,71 @@ def facts_of(elf: ElfFile, source: ElfSource, need_effects: bool,
         )
 
         report, _ = analyse_object(elf, source.path, source.member, listing, alongside)
+        names = _initializer_names(listing.initializers)
         for risk in report.risks:
+            reader = _reader_name(risk, names)
             if risk.kind == KIND_EXIT_DESTRUCTOR:
-                destructors.append((risk.object, risk.message, bool(risk.read_at_exit)))
+                destructors.append((_destroyed_object(risk, reader), risk.message,
+                                    bool(risk.read_at_exit)))
             elif risk.kind == KIND_DESTRUCTION_ORDER:
-                destruction_errors.append((risk.reader, risk.object, risk.message))
+                destruction_errors.append((reader, risk.object, risk.message))
             elif risk.severity == SEVERITY_ERROR:
-                order_errors.append((risk.reader, risk.object, risk.message))
+                order_errors.append((reader, risk.object, risk.message))
     return LibraryFacts(source, scan, count, tuple(destructors), tuple(order_errors),
                         tuple(destruction_errors))
+
+
+# What the effects analysis calls an object it found no symbol for.
+UNNAMED_OBJECT = "an object"
+
+
+def _initializer_names(entries: Iterable[InitializerEntry]) -> dict[str, str]:
+    """Each initializer's label in risks, and its name in keys: its symbol, or (without
+    one) its array, index and translation unit's file name, never its address."""
+    names = {}
+    for entry in entries:
+        if entry.symbol:
+            names[entry.symbol] = entry.symbol
+            continue
+        unit = f" of {PurePath(entry.translation_unit).name}" if entry.translation_unit else ""
+        names[f"{entry.kind}[{entry.index}]@{entry.address or 0:#x}"] = \
+            f"{entry.kind}[{entry.index}]{unit}"
+    return names
+
+
+def _reader_name(risk: Risk, names: dict[str, str]) -> str:
+    name = names.get(risk.reader, risk.reader)
+    # One part of an initializer gcc -flto merged: the part is what reads.
+    return name if risk.reader_part is None else f"{name} part {risk.reader_part}"
+
+
+def _destroyed_object(risk: Risk, registered_by: str) -> str:
+    """The object an exit-time destructor destroys: its symbol, else where it is."""
+    if risk.object != UNNAMED_OBJECT:
+        return risk.object
+    if risk.object_address is not None:
+        return f"{UNNAMED_OBJECT} at {risk.object_address:#x}"
+    return f"{UNNAMED_OBJECT} registered by {registered_by}"
 
 
 def judge(facts: LibraryFacts, policy: Policy, baseline: set[str]) -> LibraryCheck:
     findings = [*_unique_findings(facts, policy), *_budget_findings(facts, policy),
                 *_effect_findings(facts, policy)]
-    marked = tuple(Finding(f.library, f.rule, f.subject, f.message, f.level, f.key in baseline)
-                   for f in findings)
+    keys = distinct_keys([f"{facts.baseline_name}|{f.rule}|{f.subject}" for f in findings])
+    marked = tuple(replace(f, key=key, baselined=key in baseline)
+                   for f, key in zip(findings, keys, strict=True))
     return LibraryCheck(facts, marked)
+
+
+def distinct_keys(keys: list[str]) -> list[str]:
+    """The keys, a repeated one numbered (``…#2``) in the order found: a baseline that
+    holds one such finding does not let a second through."""
+    seen: Counter[str] = Counter()
+    distinct = []
+    for key in keys:
+        seen[key] += 1
+        distinct.append(key if seen[key] == 1 else f"{key}#{seen[key]}")
+    return distinct
 
 
 def _unique_findings(facts: LibraryFacts, policy: Policy) -> list[Finding]:

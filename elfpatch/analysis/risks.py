@@ -63,6 +63,8 @@ class Risk:
     # exit-time-destructor: the object is read at exit (by a destructor, an
     # atexit function, a fork handler or a thread body).
     read_at_exit: bool | None = None
+    # exit-time-destructor: where the object is (what identifies one without a name).
+    object_address: int | None = None
 
 
 @dataclass(frozen=True)
@@ -211,7 +213,8 @@ def destructor_risks(initializers: Sequence[AnalysedInitializer],
                 "anything using it after that (other destructors, detached threads) reads a "
                 "destroyed object; never destroying it avoids that",
                 reader_part=item.position, constructed_by_part=item.position,
-                read_at_exit=None if read is None else registration.object in read))
+                read_at_exit=None if read is None else registration.object in read,
+                object_address=registration.object_address))
     return risks
 
 

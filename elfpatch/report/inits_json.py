@@ -34,6 +34,7 @@ def _entry(entry: InitializerEntry) -> dict[str, Any]:
 
 def _risk(risk: Risk) -> dict[str, Any]:
     record = asdict(risk)
+    del record["object_address"]  # what check's baseline keys use; the object is named
     for name in _OPTIONAL_RISK_FIELDS:
         if record[name] is None:
             del record[name]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import replace
 
 from elfpatch.analysis.check import (
     CheckResult,
@@ -96,6 +97,12 @@ def gather_facts(source: ElfSource, need_effects: bool) -> LibraryFacts:
         return facts_of(elf, source, need_effects, run_alongside)
 
 
+# Version 2: keys of loose files are relative to the folder given, unnamed subjects
+# are named by where they are, and repeated keys are numbered. Version 1 keys could be
+# shared by two findings, so such a file is re-recorded rather than trusted.
+BASELINE_VERSION = 2
+
+
 def read_baseline(path: str | None) -> set[str]:
     """The finding keys of a baseline file; none when no ``--baseline`` was given.
 
@@ -107,7 +114,7 @@ def read_baseline(path: str | None) -> set[str]:
         return set()
     try:
         document = json.loads(read_regular_text(path))
-        return {str(key) for key in document["findings"]}
+        version, keys = document["version"], document["findings"]
     except FileNotFoundError:
         raise InputError(path, "no such baseline file",
                          hint="create it with --update-baseline") from None
@@ -116,13 +123,36 @@ def read_baseline(path: str | None) -> set[str]:
     except (ValueError, KeyError, TypeError) as error:
         raise InputError(path, f"not an elfpatch baseline ({error})",
                          hint="write one with --update-baseline") from None
+    if version != BASELINE_VERSION:
+        raise InputError(path, f"a baseline of version {version!r}; this elfpatch reads "
+                         f"version {BASELINE_VERSION}",
+                         hint="record it again with --update-baseline")
+    if not isinstance(keys, list) or not all(isinstance(key, str) for key in keys):
+        raise InputError(path, "not an elfpatch baseline (findings must be a list of keys)",
+                         hint="write one with --update-baseline")
+    return set(keys)
 
 
 def write_baseline(path: str, result: CheckResult) -> int:
     """Write the error findings' keys to ``path``, creating it if needed; how many."""
-    keys = sorted({f.key for f in result.findings if f.level == "error"})
+    keys = baseline_keys(result)
+    document = {"version": BASELINE_VERSION, "findings": keys}
     try:
-        write_regular_text(path, json.dumps({"version": 1, "findings": keys}, indent=2) + "\n")
+        write_regular_text(path, json.dumps(document, indent=2) + "\n")
     except OSError as error:
         raise InputError(path, f"cannot write the baseline: {error.strerror or error}") from None
     return len(keys)
+
+
+def baseline_keys(result: CheckResult) -> list[str]:
+    """What a baseline of this result holds: the keys of its error findings."""
+    return sorted({f.key for f in result.findings if f.level == "error"})
+
+
+def as_baselined(result: CheckResult, keys: Iterable[str]) -> CheckResult:
+    """The result judged against a baseline of ``keys`` (what was just recorded)."""
+    known = set(keys)
+    libraries = tuple(replace(library, findings=tuple(
+        replace(finding, baselined=finding.baselined or finding.key in known)
+        for finding in library.findings)) for library in result.libraries)
+    return replace(result, libraries=libraries)

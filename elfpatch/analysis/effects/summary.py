@@ -66,6 +66,9 @@ class AtExit:
     destructor: str | None  # symbol of the function registered
     # Where the destructor's code is in this object (None: another object's, or unknown).
     destructor_address: int | None = field(default=None, compare=False)
+    # Where the object is, when it was named by an address (what identifies an
+    # object that has no symbol).
+    object_address: int | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)

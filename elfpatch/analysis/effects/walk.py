@@ -366,11 +366,13 @@ class FunctionWalk:
             resolved = self.resolve(function)
             if resolved is not None:
                 destructor, code = resolved.name, resolved.follow
-        object_name = None
+        object_name, object_address = None, None
         if target is not None and not target.page:
             found = self.data(target)
             object_name = found[0] if found else None
-        self.events.append((ATEXIT, AtExit(object_name, destructor, code), None, 0))
+            object_address = target.address if target.got is None else None
+        self.events.append((ATEXIT, AtExit(object_name, destructor, code, object_address),
+                            None, 0))
 
     def tail_call(self, target: Value | None) -> bool:
         """A jump out of the function (or through a register); never falls through."""
