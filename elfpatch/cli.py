@@ -306,8 +306,9 @@ def demo() -> None:
 @click.argument("paths", nargs=-1)
 @click.option("--config", type=click.Path(), help="Policy file (TOML with [tool.elfpatch]); "
               "default: the nearest pyproject.toml.")
-@click.option("--format", "output_format", type=click.Choice(["text", "json", "github", "junit"]),
-              default="text", show_default=True)
+@click.option("--format", "output_format",
+              type=click.Choice(["text", "json", "github", "junit", "sarif"]), default="text",
+              show_default=True, help="sarif: SARIF 2.1.0, for GitHub code scanning.")
 @click.option("-v", "--verbose", is_flag=True, help="Text: every library and finding, not the "
               "summary.")
 @click.option("--baseline", type=click.Path(), help="Known findings (JSON) that do not fail.")
@@ -383,6 +384,10 @@ def _render_check(result: Any, output_format: str, verbose: bool) -> None:
         _echo(check_report.render_github(result), nl=False)
     elif output_format == "junit":
         _echo(check_report.render_junit(result), nl=False)
+    elif output_format == "sarif":
+        from elfpatch.report.check_sarif import render_sarif
+
+        _emit_json(render_sarif(result, __version__))
     else:
         from elfpatch.report.style import color_wanted, make_styler
 

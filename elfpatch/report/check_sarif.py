@@ -1,0 +1,211 @@
+"""``check --format sarif``: a SARIF 2.1.0 log, as GitHub code scanning reads it.
+
+One run; a rule per check rule, with its help; a result per finding (those in
+the baseline carry an external suppression, so they stay known without being
+raised again) and per UNIQUE clash between packages. A library in a wheel is a
+nested artifact: the wheel, then the member path inside it, which is also the
+result's location, so the location is the same wherever the wheel was built.
+Each result has a partial fingerprint made from its baseline key, which is what
+lets code scanning follow one finding from run to run. An input that could not
+be read is a tool execution notification, and the run is then not successful.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from elfpatch.analysis.check import (
+    RULE_DESTRUCTION_ORDER,
+    RULE_EXIT_DESTRUCTOR,
+    RULE_INIT_ORDER,
+    RULE_INITIALIZERS,
+    RULE_UNIQUE,
+    CheckResult,
+    Clash,
+    Finding,
+    LibraryCheck,
+)
+
+SARIF_VERSION = "2.1.0"
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+RULE_CLASH = "unique-clash"
+# The fingerprint's name carries a version: a change of how keys are made is a new one.
+FINGERPRINT = "elfpatchFindingKey/v2"
+
+# id: (name, short description, help). The help is what a reader of the alert
+# sees under "Rule help": what happens at run time, and what to do.
+RULES: dict[str, tuple[str, str, str]] = {
+    RULE_UNIQUE: (
+        "GnuUniqueSymbol",
+        "An STB_GNU_UNIQUE symbol is defined by a shared library.",
+        "glibc's loader keeps one definition of each STB_GNU_UNIQUE symbol per process: "
+        "every library defining it shares the first one loaded, even under RTLD_LOCAL, and "
+        "a library whose definition is used can never be unloaded by dlclose. Rewrite the "
+        "binding (elfpatch fix, or fix -w for wheels), rebuild with -fno-gnu-unique, or "
+        "accept the symbol with an allow pattern in [tool.elfpatch]."),
+    RULE_INITIALIZERS: (
+        "StaticInitializerBudget",
+        "A library has more static initializers than its budget allows.",
+        "Each static initializer runs when the library is loaded, before any of its "
+        "functions is called. Raise max-initializers in [tool.elfpatch], or build the "
+        "globals on first use (function-local statics) or at compile time (constexpr)."),
+    RULE_EXIT_DESTRUCTOR: (
+        "ExitTimeDestructor",
+        "A global object is destroyed at exit.",
+        "An object destroyed at exit can still be used afterwards by other destructors, "
+        "atexit functions or detached threads, which then read a destroyed object. Never "
+        "destroying it (static T& t = *new T;) avoids that."),
+    RULE_INIT_ORDER: (
+        "StaticInitializationOrder",
+        "An initializer reads a global before it is constructed.",
+        "A static initializer reads a global that another initializer constructs later "
+        "(the static initialization order fiasco). Make the global constinit or constexpr, "
+        "or a function-local static built on first use."),
+    RULE_DESTRUCTION_ORDER: (
+        "StaticDestructionOrder",
+        "A destructor reads a global already destroyed at exit.",
+        "Destructors run in the reverse order of registration: this one reads a global "
+        "whose destructor has already run (the static destruction order fiasco). Never "
+        "destroy the global it reads (static T& t = *new T;)."),
+    RULE_CLASH: (
+        "GnuUniqueClash",
+        "Libraries of different packages define the same STB_GNU_UNIQUE symbol.",
+        "Loaded into one process, libraries of two packages that define the same "
+        "STB_GNU_UNIQUE symbol share one copy of it (torch 1.8 next to cupy 9). Fix the "
+        "bindings of one of them (elfpatch fix), or set unique = \"warn\"."),
+}
+
+
+def render_sarif(result: CheckResult, version: str) -> dict[str, Any]:
+    """The SARIF log of a check result (a JSON document); ``version``: elfpatch's."""
+    artifacts = _Artifacts()
+    results = [_finding_result(finding, library, artifacts)
+               for library in result.libraries for finding in library.findings]
+    results += [_clash_result(clash, result.clashes_fail) for clash in result.clashes]
+    run: dict[str, Any] = {
+        "tool": {"driver": _driver(version)},
+        "invocations": [_invocation(result)],
+        "results": results,
+    }
+    if artifacts.entries:
+        run["artifacts"] = artifacts.entries
+    return {"$schema": SARIF_SCHEMA, "version": SARIF_VERSION, "runs": [run]}
+
+
+def _driver(version: str) -> dict[str, Any]:
+    return {"name": "elfpatch", "version": version, "semanticVersion": version,
+            "rules": [_rule(rule_id, *described) for rule_id, described in RULES.items()]}
+
+
+def _rule(rule_id: str, name: str, short: str, help_text: str) -> dict[str, Any]:
+    return {"id": rule_id, "name": name,
+            "shortDescription": {"text": short},
+            "fullDescription": {"text": help_text},
+            "help": {"text": help_text, "markdown": help_text},
+            "properties": {"tags": ["elf", "c++", "loader"]}}
+
+
+_RULE_INDEX = {rule_id: index for index, rule_id in enumerate(RULES)}
+
+
+def _sarif_level(level: str) -> str:
+    return "error" if level == "error" else "warning"
+
+
+def fingerprint(key: str) -> str:
+    """A stable fingerprint of a baseline key (fixed length, whatever the key holds)."""
+    return hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def _finding_result(finding: Finding, library: LibraryCheck,
+                    artifacts: _Artifacts) -> dict[str, Any]:
+    record: dict[str, Any] = {
+        "ruleId": finding.rule,
+        "ruleIndex": _RULE_INDEX[finding.rule],
+        "level": _sarif_level(finding.level),
+        "message": {"text": finding.message},
+        "locations": [_location(library, finding, artifacts)],
+        "partialFingerprints": {FINGERPRINT: fingerprint(finding.key)},
+        "properties": {"key": finding.key},
+    }
+    if finding.baselined:
+        record["suppressions"] = [{"kind": "external", "status": "accepted",
+                                   "justification": "in the elfpatch baseline"}]
+    return record
+
+
+def _location(library: LibraryCheck, finding: Finding,
+              artifacts: _Artifacts) -> dict[str, Any]:
+    source = library.facts.source
+    where = artifacts.location(source.path, source.member, library.facts.baseline_name)
+    location: dict[str, Any] = {"physicalLocation": {"artifactLocation": where}}
+    names = {s.name: s for s in library.facts.scan.dynamic_unique_definitions}
+    symbol = names.get(finding.subject)
+    if symbol is not None:
+        location["logicalLocations"] = [{"name": symbol.demangled,
+                                         "fullyQualifiedName": symbol.demangled,
+                                         "decoratedName": symbol.name,
+                                         "kind": "variable"}]
+    return location
+
+
+def _clash_result(clash: Clash, fails: bool) -> dict[str, Any]:
+    where = ", ".join(f"{library} ({package})" for package, library in clash.defined_by)
+    key = f"clash|{clash.symbol}|{'|'.join(package for package, _ in clash.defined_by)}"
+    return {
+        "ruleId": RULE_CLASH,
+        "ruleIndex": _RULE_INDEX[RULE_CLASH],
+        "level": "error" if fails else "warning",
+        "message": {"text": f"{clash.demangled} is STB_GNU_UNIQUE in {where}: loaded "
+                            "together, they share one copy"},
+        "locations": [{"physicalLocation": {"artifactLocation": {"uri": _uri(library)}},
+                       "logicalLocations": [{"fullyQualifiedName": clash.demangled,
+                                             "decoratedName": clash.symbol,
+                                             "kind": "variable"}]}
+                      for _package, library in clash.defined_by],
+        "partialFingerprints": {FINGERPRINT: fingerprint(key)},
+    }
+
+
+def _invocation(result: CheckResult) -> dict[str, Any]:
+    invocation: dict[str, Any] = {"executionSuccessful": not result.errors}
+    if result.errors:
+        invocation["toolExecutionNotifications"] = [
+            {"level": "error", "message": {"text": error.one_line()},
+             "locations": [{"physicalLocation": {"artifactLocation": {"uri": _uri(error.path)}}}]}
+            for error in result.errors]
+    return invocation
+
+
+def _uri(path: str) -> str:
+    """A relative URI reference: '/'-separated, with what URIs cannot hold %-escaped."""
+    from urllib.parse import quote
+
+    return quote(path.replace("\\", "/"), safe="/:@!$&'()*+,;=-._~")
+
+
+class _Artifacts:
+    """The run's artifacts: each wheel once, and each library (nested in its wheel)."""
+
+    def __init__(self) -> None:
+        self.entries: list[dict[str, Any]] = []
+        self._index: dict[tuple[str, str | None], int] = {}
+
+    def location(self, path: str, member: str | None, name: str) -> dict[str, Any]:
+        """The artifact location of a library: its member path in a wheel, else its name
+        below the folder given (``name``)."""
+        parent = self._add((path, None), {"uri": _uri(path)}, None) if member else None
+        uri = _uri(member if member is not None else name)
+        index = self._add((path, member), {"uri": uri}, parent)
+        return {"uri": uri, "index": index}
+
+    def _add(self, identity: tuple[str, str | None], location: dict[str, Any],
+             parent: int | None) -> int:
+        if identity not in self._index:
+            entry: dict[str, Any] = {"location": location, "roles": ["analysisTarget"]}
+            if parent is not None:
+                entry["parentIndex"] = parent
+            self._index[identity] = len(self.entries)
+            self.entries.append(entry)
+        return self._index[identity]

