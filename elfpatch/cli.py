@@ -299,6 +299,10 @@ def demo() -> None:
     run_demo(click.echo)
 
 
+# What check renders: to stdout with --format, into files with --output FORMAT=FILE.
+CHECK_FORMATS = ("text", "json", "github", "junit", "sarif")
+
+
 @main.command(epilog="Exit codes: 0 the policy passed (--update-baseline: the findings were "
               "recorded); 1 the policy was violated (--update-baseline: by what a baseline "
               "cannot hold, a UNIQUE clash between packages); 2 usage error or an input that "
@@ -306,9 +310,12 @@ def demo() -> None:
 @click.argument("paths", nargs=-1)
 @click.option("--config", type=click.Path(), help="Policy file (TOML with [tool.elfpatch]); "
               "default: the nearest pyproject.toml.")
-@click.option("--format", "output_format",
-              type=click.Choice(["text", "json", "github", "junit", "sarif"]), default="text",
-              show_default=True, help="sarif: SARIF 2.1.0, for GitHub code scanning.")
+@click.option("--format", "output_format", type=click.Choice(CHECK_FORMATS), default="text",
+              show_default=True, help="What goes to stdout; sarif: SARIF 2.1.0, for GitHub "
+              "code scanning.")
+@click.option("--output", "outputs", multiple=True, metavar="FORMAT=FILE",
+              help="Also write this format to FILE, from the same analysis (repeatable: "
+              "--output sarif=elfpatch.sarif --output junit=elfpatch.xml).")
 @click.option("-v", "--verbose", is_flag=True, help="Text: every library and finding, not the "
               "summary.")
 @click.option("--baseline", type=click.Path(), help="Known findings (JSON) that do not fail.")
@@ -325,9 +332,10 @@ def demo() -> None:
               "--environment checks (default: the one running elfpatch).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr (shown only on a "
               "terminal).")
-def check(paths: tuple[str, ...], config: str | None, output_format: str, verbose: bool,
-          baseline: str | None, update_baseline: bool, jobs: int | None, environment: bool,
-          python: str | None, quiet: bool) -> None:
+def check(paths: tuple[str, ...], config: str | None, output_format: str,
+          outputs: tuple[str, ...], verbose: bool, baseline: str | None,
+          update_baseline: bool, jobs: int | None, environment: bool, python: str | None,
+          quiet: bool) -> None:
     """The CI gate: analyse wheels, folders and libraries and apply the policy."""
     import os
 
@@ -348,6 +356,7 @@ def check(paths: tuple[str, ...], config: str | None, output_format: str, verbos
         raise click.UsageError("--python names the interpreter for --environment")
     if not paths and not environment:
         raise click.UsageError("give PATHS, --environment, or both")
+    extra_outputs = _parse_outputs(outputs)
     policy = load_policy(config)
     known = set() if update_baseline else read_baseline(baseline)
     progress = _ProgressLine(enabled=not quiet and sys.stderr.isatty())
@@ -365,6 +374,7 @@ def check(paths: tuple[str, ...], config: str | None, output_format: str, verbos
         # What is recorded no longer fails: the report and the exit code say so.
         recorded = write_baseline(baseline, result)
         result = as_baselined(result, baseline_keys(result))
+    _write_check_outputs(result, extra_outputs, verbose)
     _render_check(result, output_format, verbose)
     _emit_errors(result.errors)
     if result.errors:
@@ -376,20 +386,67 @@ def check(paths: tuple[str, ...], config: str | None, output_format: str, verbos
 
 
 def _render_check(result: Any, output_format: str, verbose: bool) -> None:
+    if output_format in ("json", "sarif"):
+        _emit_json(_check_json(result, output_format))
+    else:
+        _echo(_check_text(result, output_format, verbose, color=None), nl=False)
+
+
+def _check_json(result: Any, output_format: str) -> dict[str, Any]:
     from elfpatch.report import check_report
 
-    if output_format == "json":
-        _emit_json(check_report.render_json(result))
-    elif output_format == "github":
-        _echo(check_report.render_github(result), nl=False)
-    elif output_format == "junit":
-        _echo(check_report.render_junit(result), nl=False)
-    elif output_format == "sarif":
+    if output_format == "sarif":
         from elfpatch.report.check_sarif import render_sarif
 
-        _emit_json(render_sarif(result, __version__))
-    else:
-        from elfpatch.report.style import color_wanted, make_styler
+        return render_sarif(result, __version__)
+    return check_report.render_json(result)
 
-        _echo(check_report.render_text(result, make_styler(color_wanted()), verbose),
-                   nl=False)
+
+def _check_text(result: Any, output_format: str, verbose: bool, color: bool | None) -> str:
+    """A text format; ``color=None``: as the terminal and NO_COLOR say."""
+    from elfpatch.report import check_report
+
+    if output_format == "github":
+        return check_report.render_github(result)
+    if output_format == "junit":
+        return check_report.render_junit(result)
+    from elfpatch.report.style import color_wanted, make_styler
+
+    wanted = color_wanted() if color is None else color
+    return check_report.render_text(result, make_styler(wanted), verbose)
+
+
+def _parse_outputs(given: tuple[str, ...]) -> list[tuple[str, str]]:
+    """``--output FORMAT=FILE`` values, checked before any analysis runs."""
+    outputs = []
+    for value in given:
+        output_format, equals, file = value.partition("=")
+        if not equals or not file or output_format not in CHECK_FORMATS:
+            raise click.BadParameter(f"{value!r}: expected FORMAT=FILE with FORMAT one of "
+                                     f"{', '.join(CHECK_FORMATS)}", param_hint="--output")
+        outputs.append((output_format, file))
+    files = [file for _format, file in outputs]
+    if len(set(files)) < len(files):
+        raise click.BadParameter("two outputs name the same file", param_hint="--output")
+    return outputs
+
+
+def _write_check_outputs(result: Any, outputs: list[tuple[str, str]], verbose: bool) -> None:
+    """Each extra report into its file, from the one analysis (text without colour)."""
+    from elfpatch.errors import InputError
+    from elfpatch.regular_file import write_regular_text
+    from elfpatch.report.scan_json import printable_document
+
+    for output_format, file in outputs:
+        if output_format in ("json", "sarif"):
+            document = printable_document(_check_json(result, output_format))
+            text = json.dumps(document, ensure_ascii=False) + "\n"
+        else:
+            from elfpatch.elf.file import printable
+
+            text = printable(_check_text(result, output_format, verbose, color=False))
+        try:
+            write_regular_text(file, text)
+        except OSError as error:
+            raise InputError(file, f"cannot write the report: {error.strerror or error}") \
+                from None
