@@ -182,6 +182,17 @@ def as_policy(given: Any) -> Policy:
                      hint="elfpatch.Policy(unique=\"warn\", allow=[...]), or config= a TOML file")
 
 
+def tool_schema(tool: str = "elfpatch") -> dict[str, Any]:
+    """The JSON schema of ``[tool.$tool]`` (a validate-pyproject ``tool_schema`` plugin:
+    ``validate-pyproject pyproject.toml`` checks the table with it)."""
+    import json
+    from importlib import resources
+
+    schema: dict[str, Any] = json.loads(
+        resources.files("elfpatch").joinpath("policy.schema.json").read_text("utf-8"))
+    return schema
+
+
 def read_policy_file(path: Path) -> Policy:
     try:
         # A FIFO or device given as --config is refused, not waited on.
