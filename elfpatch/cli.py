@@ -300,7 +300,7 @@ def demo() -> None:
 
 
 # What check renders: to stdout with --format, into files with --output FORMAT=FILE.
-CHECK_FORMATS = ("text", "json", "github", "junit", "sarif")
+CHECK_FORMATS = ("text", "json", "github", "junit", "sarif", "markdown")
 
 
 @main.command(epilog="Exit codes: 0 the policy passed (--update-baseline: the findings were "
@@ -312,7 +312,7 @@ CHECK_FORMATS = ("text", "json", "github", "junit", "sarif")
               "default: the nearest pyproject.toml.")
 @click.option("--format", "output_format", type=click.Choice(CHECK_FORMATS), default="text",
               show_default=True, help="What goes to stdout; sarif: SARIF 2.1.0, for GitHub "
-              "code scanning.")
+              "code scanning; markdown: a summary for a CI job's page.")
 @click.option("--output", "outputs", multiple=True, metavar="FORMAT=FILE",
               help="Also write this format to FILE, from the same analysis (repeatable: "
               "--output sarif=elfpatch.sarif --output junit=elfpatch.xml).")
@@ -410,6 +410,10 @@ def _check_text(result: Any, output_format: str, verbose: bool, color: bool | No
         return check_report.render_github(result)
     if output_format == "junit":
         return check_report.render_junit(result)
+    if output_format == "markdown":
+        from elfpatch.report.check_markdown import render_markdown
+
+        return render_markdown(result)
     from elfpatch.report.style import color_wanted, make_styler
 
     wanted = color_wanted() if color is None else color
