@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -75,3 +76,25 @@ def test_an_unwritable_output_is_one_line(library: Path, tmp_path: Path) -> None
                     str(library))
     assert result.exit_code == 2 and result.exception is None
     assert result.stderr.count("\n") == 1 and "cannot write the report" in result.stderr
+
+
+def test_the_markdown_summary_keeps_its_table_whole(library: Path) -> None:
+    """C++ names hold pipes and angle brackets: every row still has its six cells."""
+    from dataclasses import replace
+
+    from elfpatch.policy import Policy
+    from elfpatch.report.check_markdown import render_markdown
+    from elfpatch.service.check import run_check
+
+    result = run_check([str(library)], Policy(), set())
+    odd = replace(result.libraries[0].facts,
+                  source=replace(result.libraries[0].facts.source, path="lib|a`b<c>.so"))
+    result = replace(result, libraries=(replace(result.libraries[0], facts=odd),))
+    text = render_markdown(result)
+    assert text.startswith("## elfpatch check: FAILED")
+    rows = [line for line in text.splitlines() if line.startswith("| ")]
+    assert len(rows) == 2  # the head and the library
+    for row in rows:
+        cells = [cell for cell in re.split(r"(?<!\\)\|", row)[1:-1]]
+        assert len(cells) == 6, row
+    assert "lib\\|a'b<c>.so" in rows[1]
