@@ -80,12 +80,18 @@ def _raise_first(errors: Sequence[ElfpatchError], keep_going: bool) -> None:
         raise errors[0]
 
 
+# Told what is being analysed as the work goes on ("3/120 torch/lib/libc10.so").
+Progress: TypeAlias = "Callable[[str], None]"
+
+
 @_leaves_nothing_open
-def scan(paths: Paths, *, keep_going: bool = False) -> ScanReport:
-    """UNIQUE symbols of every ELF file, folder (recursively) and wheel under ``paths``."""
+def scan(paths: Paths, *, keep_going: bool = False,
+         progress: Progress | None = None) -> ScanReport:
+    """UNIQUE symbols of every ELF file, folder (recursively) and wheel under ``paths``;
+    ``progress`` hears of each file as it is read."""
     from elfpatch.service.runner import scan_paths
 
-    outcome = scan_paths(path_list(paths))
+    outcome = scan_paths(path_list(paths), progress)
     _raise_first(outcome.errors, keep_going)
     return ScanReport(tuple(outcome.results), tuple(outcome.errors))
 
@@ -143,7 +149,7 @@ def repair_wheels(wheels: Paths, wheel_dir: PathLike | None = None, *, mode: str
 @_leaves_nothing_open
 def inits(paths: Paths, *, closure: bool = False, sort_algorithm: int = 2,
           follow_code: bool = True, host: HostProfile | None = None,
-          keep_going: bool = False) -> InitsResult:
+          keep_going: bool = False, progress: Progress | None = None) -> InitsResult:
     """Static initializers in run order and their risks; ``closure`` follows DT_NEEDED.
 
     ``follow_code=False`` lists the initializers without reading their machine
@@ -164,9 +170,10 @@ def inits(paths: Paths, *, closure: bool = False, sort_algorithm: int = 2,
             raise UsageError(given[0], "the closure starts from one ELF file, not a wheel",
                              hint="unpack the wheel and give the library or program to start "
                              "from (the loader resolves DT_NEEDED on disk)")
-        result = analyse_closure(given[0], sort_algorithm, follow_code=follow_code, host=host)
+        result = analyse_closure(given[0], sort_algorithm, follow_code=follow_code, host=host,
+                                 progress=progress)
     else:
-        result = analyse_paths(given, follow_code=follow_code)
+        result = analyse_paths(given, follow_code=follow_code, progress=progress)
     _raise_first(result.errors, keep_going)
     return result
 

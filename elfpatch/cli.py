@@ -86,8 +86,11 @@ def main(ctx: click.Context, traceback: bool) -> None:
               "path that could not be read as ELF (the other paths are still scanned).")
 @click.argument("paths", nargs=-1, required=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON report (schema version 1).")
-@click.option("-v", "--verbose", is_flag=True, help="List every UNIQUE symbol.")
-def scan(paths: tuple[str, ...], as_json: bool, verbose: bool) -> None:
+@click.option("-v", "--verbose", is_flag=True, help="List every UNIQUE symbol, and every file "
+              "without any.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress on stderr (shown only on a "
+              "terminal).")
+def scan(paths: tuple[str, ...], as_json: bool, verbose: bool, quiet: bool) -> None:
     """Report STB_GNU_UNIQUE symbols and what they do at load time.
 
     PATHS are ELF files, folders (searched recursively) and wheels or zips.
@@ -95,7 +98,11 @@ def scan(paths: tuple[str, ...], as_json: bool, verbose: bool) -> None:
     from elfpatch import api
     from elfpatch.report.style import color_wanted, make_styler
 
-    outcome = api.scan(paths, keep_going=True)
+    progress = _ProgressLine(enabled=not quiet and sys.stderr.isatty(), prefix="scan: ")
+    try:
+        outcome = api.scan(paths, keep_going=True, progress=progress)
+    finally:
+        progress.clear()
     if as_json:
         from elfpatch.report.scan_json import scan_document
 
@@ -130,10 +137,12 @@ def scan(paths: tuple[str, ...], as_json: bool, verbose: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON report (version 1).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr (shown only on a "
               "terminal, for -w).")
+@click.option("-v", "--verbose", is_flag=True, help="List every symbol under its reason "
+              "(as --dry-run does), not the summary.")
 def fix(paths: tuple[str, ...], output: str | None, in_place: bool, wheel_dir: str | None,
         mode: str,
         only: str | None, exclude: str | None, dry_run: bool, strict: bool, force: bool,
-        as_json: bool, quiet: bool) -> None:
+        as_json: bool, quiet: bool, verbose: bool) -> None:
     """Rewrite STB_GNU_UNIQUE bindings so libraries unload and stay private.
 
     All PATHS (files, folders) are analysed as one set first: a UNIQUE symbol
@@ -149,7 +158,7 @@ def fix(paths: tuple[str, ...], output: str | None, in_place: bool, wheel_dir: s
                                "(or --dry-run)")
     options = FixOptions(mode, only, exclude, strict, force)  # checks them: one line if wrong
     if wheel_dir is not None or all(p.endswith(".whl") for p in paths):
-        _fix_wheels(paths, wheel_dir, options, dry_run, as_json, quiet)
+        _fix_wheels(paths, wheel_dir, options, dry_run, as_json, quiet, verbose)
     _terminate_as_interrupt()
     try:
         result = api.fix(paths, output=output, in_place=in_place, mode=mode, only=only,
@@ -166,7 +175,7 @@ def fix(paths: tuple[str, ...], output: str | None, in_place: bool, wheel_dir: s
         from elfpatch.report.fix_text import render_fix
         from elfpatch.report.style import color_wanted, make_styler
 
-        _echo(render_fix(result, make_styler(color_wanted()), dry_run), nl=False)
+        _echo(render_fix(result, make_styler(color_wanted()), dry_run, verbose), nl=False)
     _emit_errors(result.errors)
     if result.interrupted:
         _emit_interruption([(o.destination, o.written) for o in result.outcomes])
@@ -200,7 +209,7 @@ def _emit_interruption(outcomes: list[tuple[str | None, bool]]) -> None:
 
 
 def _fix_wheels(paths: tuple[str, ...], wheel_dir: str | None, options: Any, dry_run: bool,
-                as_json: bool, quiet: bool = False) -> None:
+                as_json: bool, quiet: bool = False, verbose: bool = False) -> None:
     """``fix -w OUTDIR``: repaired wheels; every wheel is written, or none."""
     from elfpatch.errors import InputError
     from elfpatch.service.wheel_fix import fix_wheels
@@ -225,7 +234,7 @@ def _fix_wheels(paths: tuple[str, ...], wheel_dir: str | None, options: Any, dry
         from elfpatch.report.fix_text import render_wheels
         from elfpatch.report.style import color_wanted, make_styler
 
-        _echo(render_wheels(result, make_styler(color_wanted()), dry_run), nl=False)
+        _echo(render_wheels(result, make_styler(color_wanted()), dry_run, verbose), nl=False)
     _emit_errors(result.errors)
     if result.interrupted:
         _emit_interruption([(w.destination or w.wheel, w.written) for w in result.wheels])
@@ -236,18 +245,29 @@ def _fix_wheels(paths: tuple[str, ...], wheel_dir: str | None, options: Any, dry
 
 
 class _ProgressLine:
-    """One line on stderr, rewritten in place as work goes on; nothing unless enabled."""
+    """One line on stderr, rewritten in place as work goes on; nothing unless enabled.
 
-    def __init__(self, enabled: bool) -> None:
+    Cut to the width of the terminal stderr is on (not stdout's, which may be a
+    pipe or a file), measured at each update so a resized window is followed.
+    """
+
+    def __init__(self, enabled: bool, prefix: str = "") -> None:
         self.enabled = enabled
+        self.prefix = prefix
         self._shown = False
 
     def __call__(self, text: str) -> None:
         if not self.enabled:
             return
-        import shutil
+        import os
 
-        width = max(20, shutil.get_terminal_size().columns - 1)
+        try:
+            columns = os.get_terminal_size(sys.stderr.fileno()).columns
+        except (OSError, ValueError):
+            columns = 0
+        # A terminal that does not say its size (0 columns) is taken to be 80 wide.
+        width = max(20, (columns or 80) - 1)
+        text = self.prefix + text
         line = text if len(text) <= width else text[: width - 3] + "..."
         sys.stderr.write(f"\r\x1b[K{line}")
         sys.stderr.flush()
@@ -271,13 +291,19 @@ class _ProgressLine:
 @click.option("-v", "--verbose", is_flag=True, help="List finalizers and every warning.")
 @click.option("--list-only", is_flag=True, help="List the initializers without reading their "
               "machine code (fast; no risks).")
+@click.option("-q", "--quiet", is_flag=True, help="No progress on stderr (shown only on a "
+              "terminal).")
 def inits(paths: tuple[str, ...], closure: bool, sort_algorithm: str, as_json: bool,
-          verbose: bool, list_only: bool) -> None:
+          verbose: bool, list_only: bool, quiet: bool) -> None:
     """Static initializers in run order, their translation units, and init-order risks."""
     from elfpatch import api
 
-    result = api.inits(paths, closure=closure, sort_algorithm=int(sort_algorithm),
-                       follow_code=not list_only, keep_going=True)
+    progress = _ProgressLine(enabled=not quiet and sys.stderr.isatty(), prefix="inits: ")
+    try:
+        result = api.inits(paths, closure=closure, sort_algorithm=int(sort_algorithm),
+                           follow_code=not list_only, keep_going=True, progress=progress)
+    finally:
+        progress.clear()
     if as_json:
         from elfpatch.report.inits_json import inits_document
 

@@ -1,4 +1,10 @@
-"""Human-readable rendering of a fix plan and its outcome."""
+"""Human-readable rendering of a fix plan and its outcome.
+
+A fix of a big set or wheel touches thousands of symbols: by default each
+library gets its counts, and one line for the whole run says why some kept
+a GLOBAL binding, with a few names. ``--dry-run`` (the plan) and ``-v`` list
+every symbol, grouped under its reason, so no reason is repeated per symbol.
+"""
 
 from __future__ import annotations
 
@@ -10,18 +16,22 @@ from elfpatch.report.style import Styler, plural
 from elfpatch.service.fix import FixResult, LibraryOutcome
 
 
-def render_fix(result: FixResult, style: Styler, dry_run: bool) -> str:
+def render_fix(result: FixResult, style: Styler, dry_run: bool, verbose: bool = False) -> str:
     plan = result.plan
     if plan is None:
         return ""
     if plan.refusals:
         return _render_refusals(plan, style)
-    blocks = [_render_library(outcome, style, dry_run) for outcome in result.outcomes]
+    detailed = dry_run or verbose
+    blocks = [_render_library(outcome, style, dry_run, detailed) for outcome in result.outcomes]
+    if not detailed:
+        blocks.append(_kept_note([o.plan for o in result.outcomes], style, "set"))
     blocks.append(_summary(result, dry_run))
-    return "\n\n".join(blocks) + "\n"
+    return "\n\n".join(block for block in blocks if block) + "\n"
 
 
-def _render_library(outcome: LibraryOutcome, style: Styler, dry_run: bool) -> str:
+def _render_library(outcome: LibraryOutcome, style: Styler, dry_run: bool,
+                    detailed: bool) -> str:
     plan = outcome.plan
     arrow = "" if outcome.destination in (None, outcome.source) else f" -> {outcome.destination}"
     lines = [style(f"{outcome.source}{arrow}", "head")]
@@ -29,7 +39,8 @@ def _render_library(outcome: LibraryOutcome, style: Styler, dry_run: bool) -> st
         lines.append("  " + style("no STB_GNU_UNIQUE symbols to rewrite (0 changes)", "good"))
     else:
         lines.append("  " + _counts_line(plan, dry_run))
-        lines.extend(_reasons(plan, style, verbose=dry_run))
+        if detailed:
+            lines.extend(_reasons(plan, style))
     if plan.skipped:
         lines.append(f"  {plural(len(plan.skipped), 'UNIQUE symbol')} left as is "
                      "(--only/--exclude)")
@@ -45,19 +56,45 @@ def _counts_line(plan: LibraryPlan, dry_run: bool) -> str:
     return f"{plural(len(plan.changes), 'UNIQUE symbol')} {done}: " + ", ".join(parts)
 
 
-def _reasons(plan: LibraryPlan, style: Styler, verbose: bool) -> list[str]:
-    """Every change with --dry-run; otherwise only those that did not get the asked binding."""
-    lines = []
+# The reasons that say only that the asked binding was given.
+_PLAIN_REASONS = ("no other library of the set uses it", "--to global")
+# A summary names this many symbols that kept GLOBAL.
+_EXAMPLES = 3
+
+
+def _by_reason(plan: LibraryPlan) -> dict[tuple[str, str], list[str]]:
+    """(target, reason) -> the demangled names, each symbol once (.symtab repeats
+    .dynsym's decision), in table order."""
+    groups: dict[tuple[str, str], list[str]] = {}
     seen: set[str] = set()
-    for change in plan.changes:  # .symtab repeats .dynsym's decision: show each symbol once
-        noteworthy = change.reason not in ("no other library of the set uses it", "--to global")
-        if change.name in seen or not (verbose or noteworthy):
+    for change in plan.changes:
+        if change.name in seen:
             continue
         seen.add(change.name)
-        role = "warn" if noteworthy else "dim"
-        lines.append(f"    {change.target:11s} {change.demangled}")
-        lines.append("      " + style(change.reason, role))
+        groups.setdefault((change.target, change.reason), []).append(change.demangled)
+    return groups
+
+
+def _reasons(plan: LibraryPlan, style: Styler) -> list[str]:
+    """Every symbol, under its binding and reason (each reason said once)."""
+    lines = []
+    for (target, reason), names in _by_reason(plan).items():
+        role = "dim" if reason in _PLAIN_REASONS else "warn"
+        lines.append(f"    {target} ({len(names):,}): " + style(reason, role))
+        lines.extend(f"      {name}" for name in names)
     return lines
+
+
+def _kept_note(plans: list[LibraryPlan], style: Styler, where: str) -> str:
+    """One line for every symbol that did not get the asked binding, and why in short."""
+    names = [name for plan in plans for (_target, reason), group in _by_reason(plan).items()
+             if reason not in _PLAIN_REASONS for name in group]
+    if not names:
+        return ""
+    examples = ", ".join(names[:_EXAMPLES]) + (", ..." if len(names) > _EXAMPLES else "")
+    return ("  " + style(f"{plural(len(names), 'symbol')} kept a GLOBAL binding: other "
+                         f"libraries of the {where} define or reference them", "warn")
+            + f" ({examples}); -v lists each with its reason")
 
 
 def _render_refusals(plan: FixPlan, style: Styler) -> str:
@@ -85,35 +122,56 @@ def _summary(result: FixResult, dry_run: bool) -> str:
     return f"{plural(len(result.plan.libraries), 'library', 'libraries')}: {done}{tail}"
 
 
-def render_wheels(result: Any, style: Styler, dry_run: bool) -> str:
+def render_wheels(result: Any, style: Styler, dry_run: bool, verbose: bool = False) -> str:
     """``fix -w``: each wheel, what became of it, and its ELF members' plans."""
-    blocks = [_render_wheel(wheel, style, dry_run) for wheel in result.wheels]
+    detailed = dry_run or verbose
+    blocks = [_render_wheel(wheel, style, dry_run, detailed) for wheel in result.wheels]
     if len(result.wheels) > 1 or not blocks:
         blocks.append(_wheels_summary(result, dry_run))
     return "\n\n".join(block for block in blocks if block) + "\n"
 
 
-def _render_wheel(wheel: Any, style: Styler, dry_run: bool) -> str:
+def _render_wheel(wheel: Any, style: Styler, dry_run: bool, detailed: bool) -> str:
     lines = [style(wheel.wheel, "head") + _wheel_outcome(wheel, style)]
     if wheel.plan is not None and wheel.plan.refusals:
         lines.append(_render_refusals(wheel.plan, style).rstrip())
         return "\n".join(lines)
-    for member in wheel.members:
-        plan = member.plan
-        if not plan.changes and not plan.skipped:
-            continue
-        lines.append(f"  {member.member}")
-        if plan.changes:
-            lines.append("    " + _counts_line(plan, dry_run))
-            lines.extend("  " + line for line in _reasons(plan, style, verbose=dry_run))
-        if plan.skipped:
-            lines.append(f"    {plural(len(plan.skipped), 'UNIQUE symbol')} left as is "
-                         "(--only/--exclude)")
+    touched = [member for member in wheel.members
+                if member.plan.changes or member.plan.skipped]
+    shown = touched if detailed else touched[:_MEMBERS_SHOWN]
+    for member in shown:
+        lines += _member_lines(member.member, member.plan, style, dry_run, detailed)
+    if len(shown) < len(touched):
+        lines.append(style(f"  ... and {plural(len(touched) - len(shown), 'more member')} "
+                           "rewritten (-v lists them)", "dim"))
     untouched = sum(1 for member in wheel.members if not member.plan.changes)
     if untouched and wheel.members:
         lines.append("  " + style(f"{plural(untouched, 'other ELF member')} without "
                                   "STB_GNU_UNIQUE symbols to rewrite", "good"))
+    if not detailed:
+        note = _kept_note([member.plan for member in wheel.members], style, "wheel")
+        lines += [note] if note else []
     return "\n".join(lines)
+
+
+# Without -v, a wheel lists this many of its rewritten members, a line each.
+_MEMBERS_SHOWN = 20
+
+
+def _member_lines(name: str, plan: LibraryPlan, style: Styler, dry_run: bool,
+                  detailed: bool) -> list[str]:
+    skipped = (f"{plural(len(plan.skipped), 'UNIQUE symbol')} left as is (--only/--exclude)"
+               if plan.skipped else "")
+    if not detailed:  # one line: the member and its counts
+        parts = [_counts_line(plan, dry_run)] if plan.changes else []
+        return [f"  {name}: " + "; ".join([*parts, *([skipped] if skipped else [])])]
+    lines = [f"  {name}"]
+    if plan.changes:
+        lines.append("    " + _counts_line(plan, dry_run))
+        lines.extend("  " + line for line in _reasons(plan, style))
+    if skipped:
+        lines.append(f"    {skipped}")
+    return lines
 
 
 def _wheel_outcome(wheel: Any, style: Styler) -> str:

@@ -15,11 +15,53 @@ from elfpatch.report.style import Styler, plural
 TELLING_SYMBOLS = 5
 
 
+# Without -v, files given one by one that have no UNIQUE symbol get a line each
+# up to this many; past it (a folder of them), one line counts them.
+CLEAN_FILES_LISTED = 5
+
+
 def render_scan(scans: list[FileScan], errors: list[ElfpatchError], style: Styler,
                 verbose: bool = False) -> str:
-    blocks = [_render_file(scan, style, verbose) for scan in scans]
+    """A block per file with UNIQUE symbols; without -v, one line per wheel (or for the
+    loose files) that has none, instead of a block each."""
+    shown = scans if verbose else [scan for scan in scans if scan.unique]
+    blocks = [_render_file(scan, style, verbose) for scan in shown]
+    if not verbose:
+        clean = [scan for scan in scans if not scan.unique]
+        lines = _clean_lines(clean, style)
+        blocks += ["\n".join(lines)] if lines else []
     blocks.append(_render_summary(scans, errors, style))
     return printable("\n\n".join(blocks) + "\n")
+
+
+def _clean_lines(clean: list[FileScan], style: Styler) -> list[str]:
+    by_archive: dict[str, list[FileScan]] = {}
+    loose = []
+    for scan in clean:
+        if scan.member is None:
+            loose.append(scan)
+        else:
+            by_archive.setdefault(scan.path, []).append(scan)
+    lines = [style(archive, "head") + ": " + _clean_count(scans, "ELF member", style)
+             for archive, scans in by_archive.items()]
+    if len(loose) <= CLEAN_FILES_LISTED:
+        lines += [style(_title(scan), "head") + ": " + _clean_count([scan], "", style)
+                  for scan in loose]
+    else:
+        lines.append(_clean_count(loose, "ELF file", style) + " (-v lists them)")
+    return lines
+
+
+def _clean_count(scans: list[FileScan], noun: str, style: Styler) -> str:
+    """``12 ELF members without STB_GNU_UNIQUE symbols`` (just the verdict for one file),
+    and how many are kept loaded anyway by DF_1_NODELETE."""
+    head = f"{plural(len(scans), noun)} without" if noun else "no"
+    text = style(f"{head} STB_GNU_UNIQUE symbols", "good")
+    pinned = sum(1 for scan in scans if scan.nodelete)
+    if pinned:
+        text += (f"; DF_1_NODELETE is set at link time in {plural(pinned, 'of them', 'of them')}"
+                 if noun else "; DF_1_NODELETE is set at link time: dlclose never unloads it")
+    return text
 
 
 def _title(scan: FileScan) -> str:

@@ -31,18 +31,20 @@ from elfpatch.errors import ElfpatchError
 from elfpatch.loader.closure import dependency_closure
 from elfpatch.loader.host import HostProfile
 from elfpatch.service.parallel import run_alongside
-from elfpatch.service.runner import run_per_file
+from elfpatch.service.runner import Progress, run_per_file
 
 
-def analyse_paths(paths: Iterable[str], follow_code: bool = True) -> InitsResult:
+def analyse_paths(paths: Iterable[str], follow_code: bool = True,
+                  progress: Progress | None = None) -> InitsResult:
     outcome = run_per_file(paths, lambda source, elf: analyse_object_fully(
         elf, source.path, source.member, follow_code=follow_code,
-        alongside=run_alongside).report)
+        alongside=run_alongside).report, progress)
     return InitsResult(tuple(outcome.results), None, (), tuple(outcome.errors))
 
 
 def analyse_closure(root: str, sort_algorithm: int, follow_code: bool = True,
-                    host: HostProfile | None = None) -> InitsResult:
+                    host: HostProfile | None = None,
+                    progress: Progress | None = None) -> InitsResult:
     """Every object the loader brings in for ``root`` on ``host`` (default: this machine),
     in the order their initializers run."""
     closure = dependency_closure(Path(root), sort_algorithm=sort_algorithm, host=host)
@@ -50,6 +52,8 @@ def analyse_closure(root: str, sort_algorithm: int, follow_code: bool = True,
     states: list[ObjectInitialisation] = []
     errors: list[ElfpatchError] = []
     for position, loaded in enumerate(closure.objects):
+        if progress is not None:
+            progress(f"{position + 1}/{len(closure.objects)} {loaded.path}")
         try:
             with ElfFile.open(loaded.path) as elf:
                 analysis = analyse_object_fully(elf, str(loaded.path), follow_code=follow_code,

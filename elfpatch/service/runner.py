@@ -27,13 +27,24 @@ class RunResult(Generic[T]):
     errors: list[ElfpatchError] = field(default_factory=list)
 
 
-def run_per_file(paths: Iterable[str], analyse: Callable[[ElfSource, ElfFile], T]) -> RunResult[T]:
+# Told what is being analysed ("3/120 torch/lib/libc10.so"), for a progress line.
+Progress = Callable[[str], None]
+
+
+def run_per_file(paths: Iterable[str], analyse: Callable[[ElfSource, ElfFile], T],
+                 progress: Progress | None = None) -> RunResult[T]:
     outcome: RunResult[T] = RunResult()
-    for item in open_sources(expand(paths)):
+    inputs = list(expand(paths))  # names only, nothing opened: to count them first
+    total = sum(1 for item in inputs if isinstance(item, ElfSource))
+    number = 0
+    for item in open_sources(inputs):
         if isinstance(item, ElfpatchError):
             outcome.errors.append(item)
             continue
         source, elf = item
+        number += 1
+        if progress is not None:
+            progress(f"{number}/{total} {source.member or source.path}")
         try:
             outcome.results.append(analyse(source, elf))
         except ElfpatchError as error:
@@ -45,5 +56,6 @@ def run_per_file(paths: Iterable[str], analyse: Callable[[ElfSource, ElfFile], T
     return outcome
 
 
-def scan_paths(paths: Iterable[str]) -> RunResult[FileScan]:
-    return run_per_file(paths, lambda source, elf: scan_elf(elf, source.path, source.member))
+def scan_paths(paths: Iterable[str], progress: Progress | None = None) -> RunResult[FileScan]:
+    return run_per_file(paths, lambda source, elf: scan_elf(elf, source.path, source.member),
+                        progress)

@@ -338,9 +338,11 @@ class _WheelJob:
         # Made here, before the halves fork: both processes write into them.
         jobs = [(member, self._new_scratch()) for member in members]
 
+        number = {member.name: count for count, (member, _) in enumerate(jobs, 1)}
+
         def inflate(job: tuple[ZipMember, ScratchFile]) -> BlockStarts | None:
             member, scratch = job
-            self.progress(f"reading {member.name}")
+            self.progress(f"reading {number[member.name]}/{len(jobs)} {member.name}")
             return _inflate_member(archive, member, rows[member.name], scratch)
 
         # Only block starts come back from the other half: its copies of the scratch
@@ -378,9 +380,11 @@ class _WheelJob:
                 changed.items()]
         owner = os.getpid()
 
+        number = {job[0]: count for count, job in enumerate(jobs, 1)}
+
         def patch(job: tuple[str, _Inflated, LibraryPlan, ScratchFile]) -> _Spliced:
             name, item, plan, patched = job
-            self.progress(f"fixing {name}")
+            self.progress(f"fixing {number[name]}/{len(jobs)} {name}")
             try:
                 write_patched_input(FixInput(name, item.scratch.path), plan, patched)
             except ElfpatchError as error:  # it names the member; the wheel goes first
