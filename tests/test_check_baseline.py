@@ -205,3 +205,33 @@ def test_two_findings_alike_are_two_keys(built: None) -> None:
     again = judge(twice, policy, {first})
     assert [f.violation for f in again.findings] == [False, True]
     assert isinstance(again.findings[0], Finding)
+
+
+# A static object defined in a header: one copy, with one symbol name, per translation unit.
+HEADER = '#include <string>\nstatic std::string per_unit(40, \'p\');\n'
+
+
+def per_unit_sources(units: int) -> dict[str, str]:
+    sources = {"per_unit.h": HEADER}
+    for n in range(units):
+        sources[f"unit{n}.cpp"] = (f'#include "per_unit.h"\nextern "C" int size{n}() '
+                                   "{ return (int)per_unit.size(); }\n")
+    return sources
+
+
+def test_copies_of_one_name_are_told_apart_by_their_unit(built: None) -> None:
+    """Keyed by the initializer that registers each copy, not by position: a new unit
+    adds a key and leaves the others as they were."""
+    from elfpatch.service.check import gather_facts
+    from elfpatch.source import ElfSource
+
+    policy = Policy(unique="ignore", exit_time_destructors="error")
+    keys = []
+    for units in (2, 3):
+        library = build.build_shared(per_unit_sources(units), "libperunit", ["-O1", "-g0"])
+        facts = gather_facts(ElfSource(str(library)), need_effects=True)
+        keys.append({f.key for f in judge(facts, policy, set()).findings
+                     if "_ZL8per_unit" in f.key})
+    assert len(keys[0]) == 2 and len(keys[1]) == 3
+    assert keys[0] < keys[1]
+    assert all("registered by _GLOBAL__sub_I_unit" in key and "#" not in key for key in keys[1])

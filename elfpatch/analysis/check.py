@@ -148,15 +148,16 @@ def facts_of(elf: ElfFile, source: ElfSource, need_effects: bool,
 
         report, _ = analyse_object(elf, source.path, source.member, listing, alongside)
         names = _initializer_names(listing.initializers)
+        registered: list[tuple[Risk, str]] = []
         for risk in report.risks:
             reader = _reader_name(risk, names)
             if risk.kind == KIND_EXIT_DESTRUCTOR:
-                destructors.append((_destroyed_object(risk, reader), risk.message,
-                                    bool(risk.read_at_exit)))
+                registered.append((risk, reader))
             elif risk.kind == KIND_DESTRUCTION_ORDER:
                 destruction_errors.append((reader, risk.object, risk.message))
             elif risk.severity == SEVERITY_ERROR:
                 order_errors.append((reader, risk.object, risk.message))
+        destructors = _destructor_subjects(registered)
     return LibraryFacts(source, scan, count, tuple(destructors), tuple(order_errors),
                         tuple(destruction_errors))
 
@@ -185,13 +186,29 @@ def _reader_name(risk: Risk, names: dict[str, str]) -> str:
     return name if risk.reader_part is None else f"{name} part {risk.reader_part}"
 
 
+# Joins an object to the initializer that registered its destructor, where the
+# object alone is not one (a static in a header: one copy per translation unit).
+REGISTERED_BY = " registered by "
+
+
+def _destructor_subjects(registered: list[tuple[Risk, str]]) -> list[tuple[str, str, bool]]:
+    """(subject, message, read at exit) of each exit-time destructor: the object, and
+    where an object's name is not enough, the initializer that registered it."""
+    objects = [_destroyed_object(risk, reader) for risk, reader in registered]
+    repeated = {name for name, n in Counter(objects).items()
+                if n > 1 and REGISTERED_BY not in name}
+    return [(f"{name}{REGISTERED_BY}{reader}" if name in repeated else name, risk.message,
+             bool(risk.read_at_exit))
+            for name, (risk, reader) in zip(objects, registered, strict=True)]
+
+
 def _destroyed_object(risk: Risk, registered_by: str) -> str:
     """The object an exit-time destructor destroys: its symbol, else where it is."""
     if risk.object != UNNAMED_OBJECT:
         return risk.object
     if risk.object_address is not None:
         return f"{UNNAMED_OBJECT} at {risk.object_address:#x}"
-    return f"{UNNAMED_OBJECT} registered by {registered_by}"
+    return f"{UNNAMED_OBJECT}{REGISTERED_BY}{registered_by}"
 
 
 def judge(facts: LibraryFacts, policy: Policy, baseline: set[str]) -> LibraryCheck:

@@ -20,6 +20,7 @@ from typing import Any
 from xml.etree import ElementTree
 
 from elfpatch.analysis.check import (
+    REGISTERED_BY,
     RULE_EXIT_DESTRUCTOR,
     RULE_UNIQUE,
     CheckResult,
@@ -153,7 +154,7 @@ def _subject_name(finding: Finding, names: dict[str, Any]) -> str:
     if finding.rule == RULE_EXIT_DESTRUCTOR:
         from elfpatch.demangle import demangle
 
-        return demangle(finding.subject)
+        return demangle(finding.subject.split(REGISTERED_BY, 1)[0])
     return finding.message
 
 
