@@ -91,7 +91,10 @@ def _kept_note(plans: list[LibraryPlan], style: Styler, where: str) -> str:
              if reason not in _PLAIN_REASONS for name in group]
     if not names:
         return ""
-    examples = ", ".join(names[:_EXAMPLES]) + (", ..." if len(names) > _EXAMPLES else "")
+    from elfpatch.report.check_report import shorten
+
+    examples = ", ".join(shorten(name, 50) for name in names[:_EXAMPLES]) + \
+        (", ..." if len(names) > _EXAMPLES else "")
     return ("  " + style(f"{plural(len(names), 'symbol')} kept a GLOBAL binding: other "
                          f"libraries of the {where} define or reference them", "warn")
             + f" ({examples}); -v lists each with its reason")
