@@ -387,8 +387,9 @@ def check(paths: tuple[str, ...], config: str | None, output_format: str,
     known = set() if update_baseline else read_baseline(baseline)
     progress = _ProgressLine(enabled=not quiet and sys.stderr.isatty())
     try:
-        result = run_check(paths, policy, known, jobs, progress=progress) if paths else \
-            CheckResult(policy)
+        sarif = "sarif" in (output_format, *(chosen for chosen, _file in extra_outputs))
+        result = run_check(paths, policy, known, jobs, progress=progress,
+                           need_sources=sarif) if paths else CheckResult(policy)
     finally:
         progress.clear()
     if environment:

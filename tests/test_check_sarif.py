@@ -130,3 +130,32 @@ def test_a_real_wheel_validates(validator: Any) -> None:
     _code, log = sarif("--config", os.devnull, given)
     assert errors_of(validator, log) == []
     assert log["runs"][0]["results"]
+
+
+def test_dwarf_gives_the_declaring_file_and_line(validator: Any) -> None:
+    """Built with -g: each UNIQUE variable's result names the header line declaring it,
+    as the source text has it (guard variables have no DWARF variable: none for them)."""
+    from elfpatch.fixtures import build
+    from support.fixlib import LIBRARY
+
+    library = build.build_shared(LIBRARY, "libfixme", ["-O1", "-g"])
+    (header_name,) = [name for name in LIBRARY if name.endswith(".h")]
+    header = LIBRARY[header_name].splitlines()
+    _code, log = sarif("--config", os.devnull, library)
+    assert errors_of(validator, log) == []
+    located = {}
+    for result in log["runs"][0]["results"]:
+        for related in result.get("relatedLocations", []):
+            where = related["physicalLocation"]
+            located[result["locations"][0]["logicalLocations"][0]["name"]] = (
+                where["artifactLocation"]["uri"], where["region"]["startLine"])
+    assert located, "no source locations"
+    in_header = {name: line for name, (uri, line) in located.items() if uri == header_name}
+    assert len(in_header) >= 8
+    for name, line in in_header.items():
+        variable = name.rsplit("::", 1)[-1].split("[")[0]  # count, Table<int>::size -> size
+        assert variable in header[line - 1], (name, line, header[line - 1])
+    assert not any(name.startswith("guard variable") for name in located)
+    # Without debug info, no related locations (and nothing invented).
+    _code, stripped = sarif("--config", os.devnull, built_library(VARIANTS["default"]))
+    assert all("relatedLocations" not in r for r in stripped["runs"][0]["results"])

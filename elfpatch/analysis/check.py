@@ -66,6 +66,9 @@ class LibraryFacts:
     exit_destructors: tuple[tuple[str, str, bool], ...]  # (object, message, read at exit)
     init_order_errors: tuple[tuple[str, str, str], ...]  # (reader, object, message)
     destruction_order_errors: tuple[tuple[str, str, str], ...] = ()  # (destructor, object, …)
+    # Where UNIQUE definitions are declared in the source, from DWARF, when asked for
+    # and present: (symbol, file, line).
+    declared_at: tuple[tuple[str, str, int], ...] = ()
 
     @property
     def identity(self) -> str:
@@ -128,8 +131,9 @@ class CheckResult:
 
 
 def facts_of(elf: ElfFile, source: ElfSource, need_effects: bool,
-             alongside: Alongside = in_turn) -> LibraryFacts:
-    """What the analyses find in one opened library; ``need_effects``: follow its code."""
+             alongside: Alongside = in_turn, need_sources: bool = False) -> LibraryFacts:
+    """What the analyses find in one opened library; ``need_effects``: follow its code;
+    ``need_sources``: find where its UNIQUE definitions are declared (DWARF)."""
     from elfpatch.analysis.initializers import list_initializers
 
     scan = scan_elf(elf, source.path, source.member)
@@ -158,8 +162,24 @@ def facts_of(elf: ElfFile, source: ElfSource, need_effects: bool,
             elif risk.severity == SEVERITY_ERROR:
                 order_errors.append((reader, risk.object, risk.message))
         destructors = _destructor_subjects(registered)
+    declared = _declarations(elf, scan) if need_sources else ()
     return LibraryFacts(source, scan, count, tuple(destructors), tuple(order_errors),
-                        tuple(destruction_errors))
+                        tuple(destruction_errors), declared)
+
+
+def _declarations(elf: ElfFile, scan: FileScan) -> tuple[tuple[str, str, int], ...]:
+    from elfpatch.analysis.dwarf import variable_declarations
+    from elfpatch.elf.symbols import read_dynsym
+
+    definitions = scan.dynamic_unique_definitions
+    table = read_dynsym(elf) if definitions else None
+    if table is None:
+        return ()
+    values = table.values
+    wanted = {(symbol.type == "TLS", values[symbol.index]): symbol.name
+              for symbol in definitions}
+    found = variable_declarations(elf, wanted)
+    return tuple((name, file, line) for name, (file, line) in sorted(found.items()))
 
 
 # What the effects analysis calls an object it found no symbol for.

@@ -80,8 +80,11 @@ RULES: dict[str, tuple[str, str, str]] = {
 def render_sarif(result: CheckResult, version: str) -> dict[str, Any]:
     """The SARIF log of a check result (a JSON document); ``version``: elfpatch's."""
     artifacts = _Artifacts()
-    results = [_finding_result(finding, library, artifacts)
-               for library in result.libraries for finding in library.findings]
+    results = []
+    for library in result.libraries:
+        declared = {name: (file, line) for name, file, line in library.facts.declared_at}
+        results += [_finding_result(finding, library, artifacts, declared)
+                    for finding in library.findings]
     results += [_clash_result(clash, result.clashes_fail) for clash in result.clashes]
     run: dict[str, Any] = {
         "tool": {"driver": _driver(version)},
@@ -118,8 +121,8 @@ def fingerprint(key: str) -> str:
     return hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()
 
 
-def _finding_result(finding: Finding, library: LibraryCheck,
-                    artifacts: _Artifacts) -> dict[str, Any]:
+def _finding_result(finding: Finding, library: LibraryCheck, artifacts: _Artifacts,
+                    declared: dict[str, tuple[str, int]]) -> dict[str, Any]:
     record: dict[str, Any] = {
         "ruleId": finding.rule,
         "ruleIndex": _RULE_INDEX[finding.rule],
@@ -129,6 +132,14 @@ def _finding_result(finding: Finding, library: LibraryCheck,
         "partialFingerprints": {FINGERPRINT: fingerprint(finding.key)},
         "properties": {"key": finding.key},
     }
+    # Where the source declares it (DWARF), when the library carries debug info.
+    source = declared.get(finding.subject) if finding.rule == RULE_UNIQUE else None
+    if source is not None:
+        file, line = source
+        record["relatedLocations"] = [{
+            "id": 0, "message": {"text": "declared here (DWARF)"},
+            "physicalLocation": {"artifactLocation": {"uri": _uri(file)},
+                                 "region": {"startLine": line}}}]
     if finding.baselined:
         record["suppressions"] = [{"kind": "external", "status": "accepted",
                                    "justification": "in the elfpatch baseline"}]

@@ -34,12 +34,14 @@ Progress = Callable[[str], None]
 
 
 def run_check(paths: Iterable[str], policy: Policy, baseline: set[str], jobs: int = 1,
-              need_effects: bool = True, progress: Progress | None = None) -> CheckResult:
+              need_effects: bool = True, progress: Progress | None = None,
+              need_sources: bool = False) -> CheckResult:
+    """``need_sources``: also find where UNIQUE definitions are declared (DWARF; for SARIF)."""
     sources, errors = split_sources(paths)
     need_effects = need_effects and (policy.exit_time_destructors != "ignore"
                                      or policy.init_order != "ignore"
                                      or policy.destruction_order != "ignore")
-    facts = gather_all(sources, need_effects, jobs, errors, progress)
+    facts = gather_all(sources, need_effects, jobs, errors, progress, need_sources)
     packages = {package_of_source(s) for s in sources if s.member is not None}
     clashes = find_clashes(facts, {s.path: package_of_source(s) for s in sources}) \
         if len(packages) > 1 else []
@@ -49,7 +51,7 @@ def run_check(paths: Iterable[str], policy: Policy, baseline: set[str], jobs: in
 
 def gather_all(sources: list[ElfSource], need_effects: bool, jobs: int,
                errors: list[ElfpatchError], progress: Progress | None = None,
-               ) -> list[LibraryFacts]:
+               need_sources: bool = False) -> list[LibraryFacts]:
     """Each source's facts, in ``jobs`` processes; ``progress`` hears of each one done."""
     tell = progress or (lambda _text: None)
     total = len(sources)
@@ -57,13 +59,14 @@ def gather_all(sources: list[ElfSource], need_effects: bool, jobs: int,
         outcomes = []
         for number, source in enumerate(sources, 1):
             tell(f"check: {number}/{total} {source.member or source.path}")
-            outcomes.append(_guarded(source, need_effects))
+            outcomes.append(_guarded(source, need_effects, need_sources))
     else:
         # Largest first, so one huge library does not start last and finish alone.
         order = sorted(range(total), key=lambda i: -sources[i].size)
         pool = ProcessPoolExecutor(max_workers=jobs)
         try:
-            futures = {i: pool.submit(_guarded, sources[i], need_effects) for i in order}
+            futures = {i: pool.submit(_guarded, sources[i], need_effects, need_sources)
+                       for i in order}
             done = {future: i for i, future in futures.items()}
             for number, future in enumerate(as_completed(done), 1):
                 finished = sources[done[future]]
@@ -82,19 +85,21 @@ def gather_all(sources: list[ElfSource], need_effects: bool, jobs: int,
     return facts
 
 
-def _guarded(source: ElfSource, need_effects: bool) -> LibraryFacts | ElfpatchError:
+def _guarded(source: ElfSource, need_effects: bool,
+             need_sources: bool = False) -> LibraryFacts | ElfpatchError:
     try:
-        return gather_facts(source, need_effects)
+        return gather_facts(source, need_effects, need_sources)
     except ElfpatchError as error:
         return error
     except PARSE_FAILURES as error:
         return malformed(source.label, error)
 
 
-def gather_facts(source: ElfSource, need_effects: bool) -> LibraryFacts:
+def gather_facts(source: ElfSource, need_effects: bool,
+                 need_sources: bool = False) -> LibraryFacts:
     """Analyse one library (run in a worker process with -j)."""
     with open_source(source) as elf:
-        return facts_of(elf, source, need_effects, run_alongside)
+        return facts_of(elf, source, need_effects, run_alongside, need_sources)
 
 
 # Version 2: keys of loose files are relative to the folder given, unnamed subjects
