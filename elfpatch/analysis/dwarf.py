@@ -80,10 +80,13 @@ def variable_declarations(elf: ElfFile, wanted: dict[tuple[bool, int], str],
     from elftools.common.exceptions import DWARFError, ELFError
     from elftools.elf.elffile import ELFFile
 
+    # Asked of our own section table first: pyelftools' has_dwarf_info() also counts
+    # .eh_frame, which every C++ library has, and a wheel member's stream is a copy.
+    if not wanted or not any(elf.section_by_name(name) is not None
+                             for name in (".debug_info", ".zdebug_info")):
+        return {}
     try:
         parsed = ELFFile(elf.stream())  # type: ignore[arg-type]
-        if not wanted or not parsed.has_dwarf_info():
-            return {}
         return _declarations(parsed.get_dwarf_info(), wanted, parsed.little_endian)
     except (ELFError, DWARFError, ValueError, KeyError, IndexError, AttributeError,
             TypeError):
@@ -106,6 +109,8 @@ def _declarations(dwarf: Any, wanted: dict[tuple[bool, int], str],
             declared = _declared(die, files)
             if declared is not None:
                 found[name] = declared
+                if len(found) == len(wanted):  # every one found: the rest is not read
+                    return found
     return found
 
 

@@ -82,9 +82,8 @@ def render_sarif(result: CheckResult, version: str) -> dict[str, Any]:
     artifacts = _Artifacts()
     results = []
     for library in result.libraries:
-        declared = {name: (file, line) for name, file, line in library.facts.declared_at}
-        results += [_finding_result(finding, library, artifacts, declared)
-                    for finding in library.findings]
+        known = _Known(library, artifacts)
+        results += [_finding_result(finding, known) for finding in library.findings]
     results += [_clash_result(clash, result.clashes_fail) for clash in result.clashes]
     run: dict[str, Any] = {
         "tool": {"driver": _driver(version)},
@@ -121,19 +120,30 @@ def fingerprint(key: str) -> str:
     return hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()
 
 
-def _finding_result(finding: Finding, library: LibraryCheck, artifacts: _Artifacts,
-                    declared: dict[str, tuple[str, int]]) -> dict[str, Any]:
+class _Known:
+    """What the results of one library look up, built once: its artifact location, its
+    UNIQUE symbols by name, and where DWARF declares them."""
+
+    def __init__(self, library: LibraryCheck, artifacts: _Artifacts) -> None:
+        facts = library.facts
+        self.where = artifacts.location(facts.source.path, facts.source.member,
+                                        facts.baseline_name)
+        self.symbols = {s.name: s for s in facts.scan.dynamic_unique_definitions}
+        self.declared = {name: (file, line) for name, file, line in facts.declared_at}
+
+
+def _finding_result(finding: Finding, known: _Known) -> dict[str, Any]:
     record: dict[str, Any] = {
         "ruleId": finding.rule,
         "ruleIndex": _RULE_INDEX[finding.rule],
         "level": _sarif_level(finding.level),
         "message": {"text": finding.message},
-        "locations": [_location(library, finding, artifacts)],
+        "locations": [_location(finding, known)],
         "partialFingerprints": {FINGERPRINT: fingerprint(finding.key)},
         "properties": {"key": finding.key},
     }
     # Where the source declares it (DWARF), when the library carries debug info.
-    source = declared.get(finding.subject) if finding.rule == RULE_UNIQUE else None
+    source = known.declared.get(finding.subject) if finding.rule == RULE_UNIQUE else None
     if source is not None:
         file, line = source
         record["relatedLocations"] = [{
@@ -146,13 +156,9 @@ def _finding_result(finding: Finding, library: LibraryCheck, artifacts: _Artifac
     return record
 
 
-def _location(library: LibraryCheck, finding: Finding,
-              artifacts: _Artifacts) -> dict[str, Any]:
-    source = library.facts.source
-    where = artifacts.location(source.path, source.member, library.facts.baseline_name)
-    location: dict[str, Any] = {"physicalLocation": {"artifactLocation": where}}
-    names = {s.name: s for s in library.facts.scan.dynamic_unique_definitions}
-    symbol = names.get(finding.subject)
+def _location(finding: Finding, known: _Known) -> dict[str, Any]:
+    location: dict[str, Any] = {"physicalLocation": {"artifactLocation": dict(known.where)}}
+    symbol = known.symbols.get(finding.subject) if finding.rule == RULE_UNIQUE else None
     if symbol is not None:
         location["logicalLocations"] = [{"name": symbol.demangled,
                                          "fullyQualifiedName": symbol.demangled,
