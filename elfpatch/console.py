@@ -19,5 +19,17 @@ def main() -> None:
 
         command_line()
     except KeyboardInterrupt:
+        _ignore_interrupts()
         sys.stderr.write("elfpatch: interrupted\n")
         sys.exit(_INTERRUPTED)
+    finally:
+        # The report is out and the exit status chosen: an interrupt now would only
+        # kill the process on its way out, the report's last lines unflushed.
+        _ignore_interrupts()
+
+
+def _ignore_interrupts() -> None:
+    import signal
+
+    for number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(number, signal.SIG_IGN)

@@ -140,14 +140,24 @@ def test_hard_links_are_one_library_and_stay_linked(library: Path, tmp_path: Pat
     assert first.read_bytes() != library.read_bytes()
 
 
-def test_a_hard_linked_file_keeps_its_other_names(library: Path, fixed_library: bytes,
+def test_a_hard_link_not_given_keeps_the_original(library: Path, fixed_library: bytes,
                                                   tmp_path: Path) -> None:
+    """Only the names given are replaced (each by an atomic rename): another name of the
+    file, say a package manager's cache entry, is not the user's to change."""
     [first] = copies(library, tmp_path / "a", "libfixme.so")
     elsewhere = tmp_path / "b" / "libfixme.so.1"
     elsewhere.parent.mkdir()
     os.link(first, elsewhere)
-    assert fix("--in-place", first).exit_code == 0
-    assert elsewhere.read_bytes() == first.read_bytes() == fixed_library
+    inode = elsewhere.stat().st_ino
+    result = fix("--in-place", first)
+    assert result.exit_code == 0
+    assert result.document is not None
+    assert result.document["libraries"][0]["hard_links_left"] == 1
+    assert first.read_bytes() == fixed_library
+    assert elsewhere.read_bytes() == library.read_bytes()
+    assert elsewhere.stat().st_ino == inode and elsewhere.stat().st_nlink == 1
+    text = fix("--in-place", elsewhere, as_json=False)
+    assert text.exit_code == 0 and elsewhere.read_bytes() == fixed_library
 
 
 # -- temporary files --------------------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from typing import Any
 
 from elfpatch.patch.plan import FixPlan, LibraryPlan, name_some
@@ -28,20 +29,24 @@ def _render_library(outcome: LibraryOutcome, style: Styler, dry_run: bool) -> st
     if not plan.changes:
         lines.append("  " + style("no STB_GNU_UNIQUE symbols to rewrite (0 changes)", "good"))
     else:
-        lines.append("  " + _counts_line(plan, dry_run))
+        lines.append("  " + _counts_line(plan, dry_run, outcome.written))
         lines.extend(_reasons(plan, style, verbose=dry_run))
     if plan.skipped:
         lines.append(f"  {plural(len(plan.skipped), 'UNIQUE symbol')} left as is "
                      "(--only/--exclude)")
     if not dry_run and plan.changes and not outcome.written:
         lines.append("  not written")
+    if outcome.written and outcome.hard_links_left:
+        lines.append("  " + style(f"{plural(outcome.hard_links_left, 'other hard link')} of the "
+                                  "file keep the original (only the names given are replaced)",
+                                  "warn"))
     return "\n".join(lines)
 
 
-def _counts_line(plan: LibraryPlan, dry_run: bool) -> str:
+def _counts_line(plan: LibraryPlan, dry_run: bool, written: bool = True) -> str:
     by_table = Counter((c.table, c.target) for c in plan.changes)
     parts = [f"{table} {n} -> {target}" for (table, target), n in sorted(by_table.items())]
-    done = "would be rewritten" if dry_run else "rewritten"
+    done = "would be rewritten" if dry_run else "rewritten" if written else "to rewrite"
     return f"{plural(len(plan.changes), 'UNIQUE symbol')} {done}: " + ", ".join(parts)
 
 
@@ -76,13 +81,26 @@ def _render_refusals(plan: FixPlan, style: Styler) -> str:
 
 def _summary(result: FixResult, dry_run: bool) -> str:
     assert result.plan is not None
-    targets = Counter(c.target for lib in result.plan.libraries for c in lib.changes)
-    counts = ", ".join(f"{n} -> {t}" for t, n in targets.most_common())
-    done = f"{'would rewrite' if dry_run else 'rewrote'} {counts}" if counts else \
-        "nothing to rewrite"
+    planned = _targets(lib for lib in result.plan.libraries)
+    done_counts = _targets(o.plan for o in result.outcomes if o.written)
+    if not planned:
+        done = "nothing to rewrite"
+    elif dry_run:
+        done = f"would rewrite {planned}"
+    elif not done_counts:
+        done = f"planned {planned}, rewrote nothing"
+    else:
+        done = f"rewrote {done_counts}" + ("" if done_counts == planned else
+                                           f" of {planned} planned")
     written = sum(1 for o in result.outcomes if o.written)
     tail = " (dry run: nothing written)" if dry_run else f"; {plural(written, 'file')} written"
     return f"{plural(len(result.plan.libraries), 'library', 'libraries')}: {done}{tail}"
+
+
+def _targets(plans: Iterable[LibraryPlan]) -> str:
+    """``12 -> LOCAL, 1 -> GLOBAL``: the changes of ``plans`` by new binding."""
+    targets = Counter(c.target for plan in plans for c in plan.changes)
+    return ", ".join(f"{n} -> {t}" for t, n in targets.most_common())
 
 
 def render_wheels(result: Any, style: Styler, dry_run: bool) -> str:

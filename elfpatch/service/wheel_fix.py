@@ -34,7 +34,7 @@ import os
 import resource
 import tempfile
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -52,7 +52,7 @@ from elfpatch.elf.file import ElfFile
 from elfpatch.elf.symbols import symbol_tables
 from elfpatch.errors import PARSE_FAILURES, CorruptElfError, ElfpatchError, InputError
 from elfpatch.patch.plan import FixOptions, FixPlan, LibraryPlan
-from elfpatch.patch.staging import ScratchFile, Staging, existing_folder
+from elfpatch.patch.staging import ScratchFile, Staging, destination_problem, existing_folder
 from elfpatch.patch.verify import VerificationError
 from elfpatch.service.fix import FixInput, SetPlan, plan_inputs, write_patched_input
 from elfpatch.service.halves import in_two_halves
@@ -207,13 +207,26 @@ def _destination_errors(destinations: dict[str, Path], out_dir: str | None,
     by_target: dict[Path, list[str]] = {}
     for wheel, target in destinations.items():
         by_target.setdefault(target, []).append(wheel)
+    inputs = _identities(destinations)
     for target, sources in by_target.items():
         if len(sources) > 1:
             errors.append(InputError(str(target), f"{len(sources)} wheels would be written "
                                      f"here: {', '.join(sources[:3])}"))
-        elif target.is_dir() and not dry_run:
-            errors.append(InputError(str(target), "cannot write: is a folder"))
+        elif not dry_run and (problem := destination_problem(target, inputs)) is not None:
+            errors.append(InputError(str(target), f"cannot write: {problem}",
+                                     hint="-w names the folder for the repaired wheels; give "
+                                     "another one" if "inputs" in problem else None))
     return errors
+
+
+def _identities(paths: Iterable[str]) -> set[tuple[int, int]]:
+    """(device, inode) of each input that exists (one that does not fails when opened)."""
+    found = set()
+    for path in paths:
+        with contextlib.suppress(OSError):
+            status = Path(path).stat()
+            found.add((status.st_dev, status.st_ino))
+    return found
 
 
 def _commit(staging: Staging, records: list[_WheelRecord], errors: list[ElfpatchError]) -> None:

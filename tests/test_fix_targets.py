@@ -1,0 +1,244 @@
+"""`fix` writes only where it was asked to, through the console script.
+
+An output that is an input (by any path: itself, ``.``, a symbolic link, a
+hard link, the API) is refused unless the user asked for ``--in-place``;
+only regular files and new paths are written (never a device, FIFO,
+socket or a symbolic link that leads nowhere); concurrent runs on one file
+take turns, and a file that changes under a run is not replaced with a
+plan made from its old bytes; no program is started to find a library.
+Every case checks the files' inodes and bytes before and after.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import socket
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from support.build import require_tool
+from support.fixlib import VARIANTS, built_library, temporary_files
+
+import elfpatch
+from elfpatch.errors import InputError
+from elfpatch.service import fix as fix_module
+
+
+@pytest.fixture(scope="module")
+def library() -> Path:
+    return built_library(VARIANTS["default"])
+
+
+def console(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """``elfpatch ARGS`` as a user runs it: a process of its own."""
+    return subprocess.run([sys.executable, "-m", "elfpatch", *map(str, args)], cwd=cwd,
+                          capture_output=True, text=True, timeout=300)
+
+
+def fingerprint(path: Path) -> tuple[int, int, str]:
+    """Which file ``path`` leads to, and what it holds."""
+    status = path.stat()
+    return status.st_dev, status.st_ino, hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def assert_refused_in_one_line(result: subprocess.CompletedProcess[str], words: str) -> None:
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith("elfpatch: error: ")
+    assert words in result.stderr and "internal error" not in result.stderr
+
+
+# -- outputs that are inputs -------------------------------------------------------
+
+@pytest.mark.parametrize("how", ["itself", "dot", "symlink", "hard-link", "folder-of-input"])
+def test_an_output_that_is_the_input_is_refused(how: str, library: Path, tmp_path: Path) -> None:
+    lib = tmp_path / "libfixme.so"
+    shutil.copy2(library, lib)
+    (tmp_path / "link.so").symlink_to(lib.name)
+    os.link(lib, tmp_path / "hard.so")
+    output = {"itself": "libfixme.so", "dot": ".", "symlink": "link.so", "hard-link": "hard.so",
+              "folder-of-input": str(tmp_path) + "/"}[how]
+    before = fingerprint(lib)
+    result = console("fix", "libfixme.so", "-o", output, cwd=tmp_path)
+    assert_refused_in_one_line(result, "is one of the inputs")
+    assert "--in-place" in result.stderr  # the way to say it was meant
+    assert fingerprint(lib) == before
+    assert temporary_files(tmp_path) == []
+
+
+def test_the_api_refuses_an_output_that_is_the_input(library: Path, tmp_path: Path) -> None:
+    lib = tmp_path / "libfixme.so"
+    shutil.copy2(library, lib)
+    before = fingerprint(lib)
+    with pytest.raises(InputError, match="is one of the inputs"):
+        elfpatch.fix(lib, output=lib)
+    assert fingerprint(lib) == before
+
+
+def test_an_input_elsewhere_in_the_set_is_refused_as_an_output(library: Path,
+                                                               tmp_path: Path) -> None:
+    """Two inputs into a folder holding one of them: that one would be replaced."""
+    (tmp_path / "in").mkdir()
+    first, second = tmp_path / "liba.so", tmp_path / "in" / "libb.so"
+    shutil.copy2(library, first)
+    shutil.copy2(library, second)
+    before = fingerprint(first)
+    out = tmp_path / "out"
+    out.mkdir()
+    os.link(first, out / "liba.so")
+    result = console("fix", first, second, "-o", out)
+    assert_refused_in_one_line(result, "is one of the inputs")
+    assert fingerprint(first) == before and not (out / "libb.so").exists()
+
+
+def test_a_wheel_repaired_into_its_own_folder_is_refused(wheel: Path, tmp_path: Path) -> None:
+    given = tmp_path / wheel.name
+    shutil.copy2(wheel, given)
+    before = fingerprint(given)
+    result = console("fix", given.name, "-w", ".", cwd=tmp_path)
+    assert_refused_in_one_line(result, "is one of the inputs")
+    assert fingerprint(given) == before
+    result = console("fix", given, "-w", tmp_path / "repaired")
+    assert result.returncode == 0, result.stderr
+    assert fingerprint(given) == before and (tmp_path / "repaired" / wheel.name).exists()
+
+
+def test_in_place_still_replaces_the_input(library: Path, tmp_path: Path) -> None:
+    lib = tmp_path / "libfixme.so"
+    shutil.copy2(library, lib)
+    before = fingerprint(lib)
+    assert console("fix", "--in-place", lib).returncode == 0
+    assert fingerprint(lib)[2] != before[2]
+
+
+# -- outputs that are not regular files ----------------------------------------------
+
+def _null_device(path: Path) -> None:
+    """A character device like /dev/null at ``path`` (mknod needs CAP_MKNOD)."""
+    try:
+        os.mknod(path, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+    except PermissionError:
+        pytest.skip("making a device node needs root (CAP_MKNOD); run as root to test it")
+
+
+@pytest.mark.parametrize("kind", ["device", "fifo", "socket", "dangling-link",
+                                  "link-into-missing-folders"])
+def test_only_regular_files_or_new_paths_are_written(kind: str, library: Path,
+                                                     tmp_path: Path) -> None:
+    target = tmp_path / "out.so"
+    held = None
+    if kind == "device":
+        _null_device(target)
+    elif kind == "fifo":
+        os.mkfifo(target)
+    elif kind == "socket":
+        held = socket.socket(socket.AF_UNIX)
+        held.bind(str(target))
+    else:
+        pointed = tmp_path / ("missing.so" if kind == "dangling-link" else "new/dirs/out.so")
+        target.symlink_to(pointed)
+    kind_before = target.lstat().st_mode
+    try:
+        result = console("fix", library, "-o", target)
+    finally:
+        if held is not None:
+            held.close()
+    assert_refused_in_one_line(result, "cannot write")
+    assert target.lstat().st_mode == kind_before  # the node is still what it was
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.so"]  # nothing created
+
+
+def test_the_real_null_device_is_never_replaced(library: Path) -> None:
+    """As the issue reported it: ``-o /dev/null`` (root would have deleted the device)."""
+    before = Path("/dev/null").lstat()
+    result = console("fix", library, "-o", "/dev/null")
+    assert_refused_in_one_line(result, "not a regular file")
+    after = Path("/dev/null").lstat()
+    assert (after.st_ino, after.st_mode, after.st_rdev) == \
+        (before.st_ino, before.st_mode, before.st_rdev)
+
+
+# -- runs that meet -----------------------------------------------------------------
+
+@pytest.mark.slow
+def test_concurrent_in_place_runs_take_turns(library: Path, tmp_path: Path) -> None:
+    """Three runs at once on one file, 50 rounds: always what one run alone makes."""
+    reference = tmp_path / "reference.so"
+    shutil.copy2(library, reference)
+    assert console("fix", "--in-place", reference).returncode == 0
+    expected = reference.read_bytes()
+    lib = tmp_path / "libfixme.so"
+    command = [sys.executable, "-m", "elfpatch", "fix", "--in-place", str(lib)]
+    for _round in range(50):
+        shutil.copy2(library, lib)
+        runs = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 text=True) for _ in range(3)]
+        codes = [(run.wait(timeout=120), run.communicate()[1]) for run in runs]
+        assert all(code == 0 for code, _err in codes), codes
+        assert lib.read_bytes() == expected
+    assert temporary_files(tmp_path) == []
+
+
+def test_a_file_changed_under_the_run_is_not_replaced(library: Path, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another program writes the file while it is being fixed: the plan was made from
+    the old bytes, so nothing is written, and the other program's bytes stay."""
+    lib = tmp_path / "libfixme.so"
+    shutil.copy2(library, lib)
+    real = fix_module.write_patched_input
+
+    def meanwhile(*args: object) -> None:
+        real(*args)  # type: ignore[arg-type]
+        with lib.open("r+b") as handle:  # in place, as a careless tool would
+            handle.seek(0, 2)
+            handle.write(b"\0")
+
+    monkeypatch.setattr(fix_module, "write_patched_input", meanwhile)
+    with pytest.raises(InputError, match="changed while elfpatch was fixing it"):
+        elfpatch.fix(lib, in_place=True)
+    assert lib.read_bytes() == library.read_bytes() + b"\0"
+    assert temporary_files(tmp_path) == []
+
+
+def test_a_run_that_wrote_nothing_does_not_say_it_rewrote(library: Path, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch,
+                                                           ) -> None:
+    from support.fixlib import fix
+
+    lib = tmp_path / "libfixme.so"
+    shutil.copy2(library, lib)
+    monkeypatch.setattr(fix_module, "_changed_inputs", lambda held: [
+        InputError(str(lib), "changed while elfpatch was fixing it")])
+    result = fix("--in-place", lib, as_json=False)
+    assert result.exit_code == 2
+    assert "rewrote nothing" in result.stdout and "rewrote 1" not in result.stdout
+    assert lib.read_bytes() == library.read_bytes()
+
+
+# -- no program runs ------------------------------------------------------------------
+
+def test_no_program_is_started_to_find_a_library(library: Path, wheel: Path,
+                                                 tmp_path: Path) -> None:
+    """``strace`` sees one execve, the interpreter's; a ``PATH`` of the current folder with
+    a ``gcc``, ``ld`` and ``ldconfig`` that leave a mark is never used."""
+    strace = require_tool("strace")
+    for name in ("gcc", "ld", "ldconfig", "cc", "objdump"):
+        planted = tmp_path / name
+        planted.write_text(f"#!/bin/sh\ntouch {tmp_path}/ran-{name}\n")
+        planted.chmod(0o755)
+    shutil.copy2(wheel, tmp_path / wheel.name)
+    environment = {**os.environ, "PATH": f".:{os.environ.get('PATH', '')}"}
+    for args in (["fix", wheel.name, "-w", "out"], ["scan", wheel.name],
+                 ["fix", str(library), "-o", "lib.so"]):
+        trace = tmp_path / "trace"
+        result = subprocess.run([strace, "-f", "-qq", "-e", "trace=execve", "-o", str(trace),
+                                 sys.executable, "-m", "elfpatch", *args], cwd=tmp_path,
+                                env=environment, capture_output=True, text=True, timeout=300)
+        assert result.returncode == 0, result.stderr
+        started = [line for line in trace.read_text().splitlines() if "execve(" in line]
+        assert len(started) == 1 and sys.executable in started[0], started
+    assert not list(tmp_path.glob("ran-*"))
