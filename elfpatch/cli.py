@@ -116,8 +116,11 @@ def scan(paths: tuple[str, ...], as_json: bool, verbose: bool) -> None:
               "is written when any input of the set cannot be read).")
 @click.argument("paths", nargs=-1, required=True)
 @click.option("-o", "--output", type=click.Path(), help="Write here (a file, or a folder "
-              "mirroring the inputs) and leave the inputs untouched.")
-@click.option("--in-place", is_flag=True, help="Replace each input (atomically, verified).")
+              "mirroring the inputs) and leave the inputs untouched: an output that is an "
+              "input, a device, pipe or socket, or a link to nothing is refused.")
+@click.option("--in-place", is_flag=True, help="Replace each input by an atomic rename, "
+              "once verified (a kill leaves it original or fixed). Other hard links of a "
+              "file that are not given keep the original. Runs on one file take turns.")
 @click.option("-w", "--wheel-dir", type=click.Path(), help="Write repaired wheels here "
               "(PATHS are wheels; RECORD is rewritten).")
 @click.option("--to", "mode", type=click.Choice(["local", "weak-hidden", "global"]),

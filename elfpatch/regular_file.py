@@ -214,3 +214,41 @@ def hold_files(names: list[str], exclusive: bool, attempts: int = 100) -> list[H
             item.close()
     raise InputError(names[0], "keeps being replaced by other programs while elfpatch waits "
                      "for it", hint="run again when nothing else is writing it")
+
+
+# -- scratch space ------------------------------------------------------------------------
+
+# Kept free beyond what a run needs: the file system's own bookkeeping, and
+# whatever else is writing there meanwhile.
+_SPARE_BYTES = 64 << 20
+
+
+def free_bytes(folder: Path) -> int:
+    """Bytes an unprivileged writer may still use in ``folder``'s file system."""
+    status = os.statvfs(folder)
+    return status.f_bavail * status.f_frsize
+
+
+def human_size(size: int) -> str:
+    """``4.5 GiB``: a size as people read it."""
+    value = float(size)
+    for unit in ("bytes", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:,.0f} {unit}" if unit == "bytes" else f"{value:,.1f} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")
+
+
+def require_space(folder: Path, needed: int, label: str, purpose: str, hint: str) -> None:
+    """Refuse, before writing anything, a run whose scratch or output files cannot fit.
+
+    Raises ``InputError`` for ``label`` naming ``folder``, the space needed and
+    the space there; a folder whose space cannot be read is not refused.
+    """
+    try:
+        free = free_bytes(folder)
+    except OSError:
+        return
+    if free < needed + _SPARE_BYTES:
+        raise InputError(label, f"needs {human_size(needed + _SPARE_BYTES)} free in {folder} "
+                         f"{purpose}, and it has {human_size(free)}", hint=hint)

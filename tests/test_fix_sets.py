@@ -305,7 +305,8 @@ def test_a_killed_fix_leaves_each_file_original_or_fixed(how: signal.Signals, bi
                                                          big_fixed: bytes, library: Path,
                                                          fixed_library: bytes,
                                                          tmp_path: Path) -> None:
-    """Odd rounds fix one big library, even rounds a set of two (big and small)."""
+    """Odd rounds fix one big library, even rounds a set of two (big and small); the big
+    one has another hard link, not given, which keeps the original whatever happens."""
     expected = {"libbig.so": (big_library.read_bytes(), big_fixed),
                 "libfixme.so": (library.read_bytes(), fixed_library)}
     outcomes = set()
@@ -314,6 +315,8 @@ def test_a_killed_fix_leaves_each_file_original_or_fixed(how: signal.Signals, bi
         inputs = copies(big_library, folder, "libbig.so")
         if round_number % 2 == 0:
             inputs += copies(library, folder, "libfixme.so")
+        alias = folder / "other-name-of-libbig.so"  # a hard link not given: never touched
+        os.link(inputs[0], alias)
         marker = f"{os.getpid()}-{how.name}-{round_number}"
         process = start_fix(marker, "--in-place", *inputs)
         time.sleep(delay)
@@ -325,6 +328,7 @@ def test_a_killed_fix_leaves_each_file_original_or_fixed(how: signal.Signals, bi
             # before any elfpatch code ran: Python's own report, nothing written.
             assert all(p.read_bytes() == expected[p.name][0] for p in inputs)
             continue
+        assert alias.read_bytes() == expected["libbig.so"][0]
         assert "Traceback" not in err and "internal error" not in err
         for path in inputs:
             content = path.read_bytes()

@@ -152,14 +152,28 @@ def test_only_regular_files_or_new_paths_are_written(kind: str, library: Path,
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.so"]  # nothing created
 
 
-def test_the_real_null_device_is_never_replaced(library: Path) -> None:
-    """As the issue reported it: ``-o /dev/null`` (root would have deleted the device)."""
-    before = Path("/dev/null").lstat()
-    result = console("fix", library, "-o", "/dev/null")
-    assert_refused_in_one_line(result, "not a regular file")
-    after = Path("/dev/null").lstat()
-    assert (after.st_ino, after.st_mode, after.st_rdev) == \
-        (before.st_ino, before.st_mode, before.st_rdev)
+NULL_IN_A_NAMESPACE = """
+mount -t tmpfs elfpatch-test /dev && mknod -m 666 /dev/null c 1 3 || exit 99
+"$@"
+echo "exit=$?"
+stat -c 'after=%F %t,%T' /dev/null
+"""
+
+
+def test_dev_null_is_never_replaced(library: Path) -> None:
+    """As the issue reported it: ``-o /dev/null``, which as root would delete the device.
+    Run in a private mount namespace with its own /dev, so that a regression replaces
+    that copy, never the machine's."""
+    unshare = require_tool("unshare")
+    result = subprocess.run([unshare, "--mount", "--propagation", "private", "sh", "-c",
+                             NULL_IN_A_NAMESPACE, "sh", sys.executable, "-m", "elfpatch", "fix",
+                             str(library), "-o", "/dev/null"], capture_output=True, text=True,
+                            timeout=300)
+    if result.returncode == 99 or "unshare failed" in result.stderr:
+        pytest.skip(f"no private mount namespace here (needs root): {result.stderr.strip()}")
+    assert "exit=2" in result.stdout, result.stdout + result.stderr
+    assert "after=character special file 1,3" in result.stdout
+    assert "not a regular file" in result.stderr and result.stderr.count("\n") == 1
 
 
 # -- runs that meet -----------------------------------------------------------------
@@ -242,3 +256,62 @@ def test_no_program_is_started_to_find_a_library(library: Path, wheel: Path,
         started = [line for line in trace.read_text().splitlines() if "execve(" in line]
         assert len(started) == 1 and sys.executable in started[0], started
     assert not list(tmp_path.glob("ran-*"))
+
+
+# -- scratch space ----------------------------------------------------------------------
+
+SMALL_FOLDER = """
+mount -t tmpfs -o size=100m elfpatch-test "$1" || exit 99
+shift
+TMPDIR="$SMALL" "$@" scan "$WHEEL"; echo "scan=$?"
+"$@" fix "$WHEEL" -w "$SMALL/out"; echo "fix=$?"
+echo "used=$(df -B1 --output=used "$SMALL" | tail -1)"
+"""
+
+
+def big_member_wheel(library: Path, folder: Path, size: int) -> Path:
+    """A wheel of a few hundred kB whose one ELF member inflates to ``size`` bytes."""
+    import base64
+    import zipfile
+
+    wheel = folder / "big-1.0-py3-none-linux_x86_64.whl"
+    digest = hashlib.sha256()
+    with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as archive:
+        with archive.open("big/libbig.so", "w", force_zip64=True) as member:
+            head = library.read_bytes()
+            member.write(head)
+            digest.update(head)
+            zeros = bytes(1 << 20)
+            for _ in range((size - len(head)) >> 20):
+                member.write(zeros)
+                digest.update(zeros)
+        archive.writestr("big-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\n")
+        hashed = base64.urlsafe_b64encode(digest.digest()).rstrip(b"=").decode()
+        archive.writestr("big-1.0.dist-info/RECORD",
+                         f"big/libbig.so,sha256={hashed},{archive.getinfo('big/libbig.so').file_size}\n"
+                         "big-1.0.dist-info/WHEEL,,\nbig-1.0.dist-info/RECORD,,\n")
+    return wheel
+
+
+def test_scratch_space_is_checked_before_it_is_used(library: Path, tmp_path: Path) -> None:
+    """A member that inflates to 200 MiB, and a 100 MiB file system for TMPDIR and -w:
+    scan and fix each refuse with one line naming the folder, and write nothing there."""
+    unshare = require_tool("unshare")
+    wheel = big_member_wheel(library, tmp_path, 200 << 20)
+    assert wheel.stat().st_size < 2 << 20
+    small = tmp_path / "small"
+    small.mkdir()
+    result = subprocess.run([unshare, "--mount", "--propagation", "private", "sh", "-c",
+                             SMALL_FOLDER, "sh", str(small), sys.executable, "-m", "elfpatch"],
+                            capture_output=True, text=True, timeout=600,
+                            env={**os.environ, "SMALL": str(small), "WHEEL": str(wheel)})
+    if result.returncode == 99:
+        pytest.skip(f"no private mount namespace here (needs root): {result.stderr.strip()}")
+    assert "scan=2" in result.stdout and "fix=2" in result.stdout, result.stdout + result.stderr
+    lines = result.stderr.splitlines()
+    assert len(lines) == 2 and all(f"free in {small}" in line for line in lines), lines
+    used = int(result.stdout.split("used=")[1])
+    assert used < 1 << 20, f"{used} bytes written to the small file system"
+    # With room, the same wheel reads (the member's tables are in its first bytes).
+    scanned = console("scan", wheel)
+    assert scanned.returncode == 0, scanned.stderr

@@ -310,6 +310,7 @@ def _write_set(planned: SetPlan, where: dict[str, Path], held: dict[str, HeldFil
     links_left: dict[str, int] = {}
     errors: list[ElfpatchError] = []
     interrupted = False
+    destination = Path("output")
     with Staging() as staging:
         try:
             for item, plan in planned.pairs():
@@ -325,8 +326,8 @@ def _write_set(planned: SetPlan, where: dict[str, Path], held: dict[str, HeldFil
                 staging.commit()
         except ElfpatchError as error:
             errors.append(error)
-        except OSError as error:
-            errors.append(InputError(str(error.filename or "output"),
+        except OSError as error:  # the user's path, never a temporary file's
+            errors.append(InputError(str(error.filename or destination),
                                      f"cannot write: {error.strerror or error}"))
         except KeyboardInterrupt:
             interrupted = True

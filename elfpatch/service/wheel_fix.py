@@ -54,6 +54,7 @@ from elfpatch.errors import PARSE_FAILURES, CorruptElfError, ElfpatchError, Inpu
 from elfpatch.patch.plan import FixOptions, FixPlan, LibraryPlan
 from elfpatch.patch.staging import ScratchFile, Staging, destination_problem, existing_folder
 from elfpatch.patch.verify import VerificationError
+from elfpatch.regular_file import require_space
 from elfpatch.service.fix import FixInput, SetPlan, plan_inputs, write_patched_input
 from elfpatch.service.halves import in_two_halves
 from elfpatch.service.parallel import run_alongside
@@ -302,6 +303,12 @@ class _WheelJob:
         self.progress("looking for ELF members")
         members = [m for m in elf_members(archive) if elf_type(archive, m) not in _NOT_LOADED]
         _ensure_descriptors(len(members))
+        # The ELF members are inflated side by side (they are planned as one set),
+        # and the new wheel is about as large as this one.
+        self._require_space(sum(m.size for m in members)
+                            + (archive.size if self.destination else 0), "to inflate its "
+                            f"{len(members)} ELF members" + (" and write the new wheel"
+                                                             if self.destination else ""))
         inflated = self._inflate_all(archive, members, rows)
         planned = self._plan(archive, inflated, rows, record.name)
         if planned.errors:
@@ -381,9 +388,15 @@ class _WheelJob:
         self._stage(archive, outputs, record.name, new_record)
         self.result.status = STATUS_REPAIRED
 
+    def _require_space(self, needed: int, purpose: str) -> None:
+        require_space(self.scratch_dir, needed, str(self.wheel), purpose,
+                      hint="-w on a file system with more space (its scratch files go there)")
+
     def _patch_all(self, archive: ZipArchive, rows: dict[str, RecordEntry],
                    changed: dict[str, tuple[_Inflated, LibraryPlan]]) -> dict[str, _Spliced]:
         """Patch and splice every changed member, in two halves on two cores."""
+        self._require_space(sum(item.member.size for item, _plan in changed.values()),
+                            f"for the patched copies of {len(changed)} members")
         # Made here, before the halves fork; one file of fresh data per half, each
         # appended to by one process only.
         fresh = (self._new_scratch(), self._new_scratch())
