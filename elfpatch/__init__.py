@@ -12,7 +12,10 @@ the command line's start-up) stays cheap.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+# Not ``typing.TYPE_CHECKING``: importing typing (and the re, functools and
+# collections it pulls in) would widen the start-up window in which Ctrl-C
+# can only be answered by Python's own traceback.
+TYPE_CHECKING = False
 
 __version__ = "0.1.0"
 
@@ -20,6 +23,8 @@ __all__ = ["ElfpatchError", "ScanReport", "__version__", "check", "fix", "inits"
            "repair_wheels", "scan"]
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from elfpatch.api import ScanReport, check, fix, inits, repair_wheels, scan
     from elfpatch.errors import ElfpatchError
 

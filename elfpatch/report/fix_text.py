@@ -37,9 +37,10 @@ def _render_library(outcome: LibraryOutcome, style: Styler, dry_run: bool) -> st
     if not dry_run and plan.changes and not outcome.written:
         lines.append("  not written")
     if outcome.written and outcome.hard_links_left:
+        verb = "keeps" if outcome.hard_links_left == 1 else "keep"
         lines.append("  " + style(f"{plural(outcome.hard_links_left, 'other hard link')} of the "
-                                  "file keep the original (only the names given are replaced)",
-                                  "warn"))
+                                  f"file {verb} the original (only the names given are "
+                                  "replaced)", "warn"))
     return "\n".join(lines)
 
 

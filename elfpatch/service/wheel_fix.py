@@ -190,6 +190,9 @@ def fix_wheels(wheels: list[str], out_dir: str | None, options: FixOptions,
                 _commit(staging, records, errors)
         except KeyboardInterrupt:
             interrupted = True
+            # The wheels the interrupt came before are reported too: none was written.
+            records += [_WheelRecord(wheel, None if dry_run else str(destinations[wheel]))
+                        for wheel in wheels[len(records):]]
     return WheelsResult(tuple(r.result() for r in records), tuple(errors), interrupted)
 
 
