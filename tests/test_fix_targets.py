@@ -315,3 +315,33 @@ def test_scratch_space_is_checked_before_it_is_used(library: Path, tmp_path: Pat
     # With room, the same wheel reads (the member's tables are in its first bytes).
     scanned = console("scan", wheel)
     assert scanned.returncode == 0, scanned.stderr
+
+
+FULL_FOLDER = """
+mount -t tmpfs -o size=256k elfpatch-test "$1" || exit 99
+shift
+"$@"; echo "exit=$?"
+"""
+
+
+def test_a_full_file_system_is_named_by_the_users_path(tmp_path: Path) -> None:
+    """Writing fails for want of space: the message names the paths the user gave, never
+    a temporary file, and nothing is left behind."""
+    unshare = require_tool("unshare")
+    system = Path("/usr/lib/x86_64-linux-gnu/libstdc++.so.6")  # 2 MB: more than the room
+    if not system.exists():
+        pytest.skip("no /usr/lib/x86_64-linux-gnu/libstdc++.so.6 (install libstdc++6)")
+    lib = tmp_path / "libstdc++.so.6"
+    shutil.copy2(system.resolve(), lib)
+    small = tmp_path / "small"
+    small.mkdir()
+    result = subprocess.run([unshare, "--mount", "--propagation", "private", "sh", "-c",
+                             FULL_FOLDER, "sh", str(small), sys.executable, "-m", "elfpatch",
+                             "fix", str(lib), "-o", str(small / "out.so")],
+                            capture_output=True, text=True, timeout=300)
+    if result.returncode == 99:
+        pytest.skip(f"no private mount namespace here (needs root): {result.stderr.strip()}")
+    assert "exit=2" in result.stdout, result.stdout + result.stderr
+    assert "No space left" in result.stderr and result.stderr.count("\n") == 1
+    assert "elfpatch-tmp" not in result.stderr and "/proc/self/fd" not in result.stderr
+    assert str(lib) in result.stderr or str(small / "out.so") in result.stderr

@@ -193,6 +193,19 @@ def _dangling_link(destination: Path) -> str | None:
     return None
 
 
+def user_path(error: OSError, fallback: Path | str) -> str:
+    """The path to name in a message about ``error``: the user's, never a temporary file's.
+
+    An error met while writing a staged or scratch file names that file
+    (``/proc/self/fd/N``, ``.name.<random>.elfpatch-tmp``); the user knows
+    only ``fallback``, the destination or folder they gave.
+    """
+    name = os.fsdecode(error.filename) if error.filename is not None else ""
+    if not name or name.startswith("/proc/self/fd/") or is_temporary_name(Path(name).name):
+        return str(fallback)
+    return name
+
+
 def existing_folder(folder: Path) -> Path:
     """``folder``, or its nearest ancestor that exists (the one a temporary file can go in)."""
     while not folder.exists() and folder.parent != folder:

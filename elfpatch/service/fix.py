@@ -33,6 +33,7 @@ from elfpatch.patch.staging import (
     destination_problem,
     ensure_descriptors,
     existing_folder,
+    user_path,
 )
 from elfpatch.patch.verify import verify_output
 from elfpatch.patch.write import write_patched
@@ -327,7 +328,7 @@ def _write_set(planned: SetPlan, where: dict[str, Path], held: dict[str, HeldFil
         except ElfpatchError as error:
             errors.append(error)
         except OSError as error:  # the user's path, never a temporary file's
-            errors.append(InputError(str(error.filename or destination),
+            errors.append(InputError(user_path(error, destination),
                                      f"cannot write: {error.strerror or error}"))
         except KeyboardInterrupt:
             interrupted = True

@@ -52,7 +52,13 @@ from elfpatch.elf.file import ElfFile
 from elfpatch.elf.symbols import symbol_tables
 from elfpatch.errors import PARSE_FAILURES, CorruptElfError, ElfpatchError, InputError
 from elfpatch.patch.plan import FixOptions, FixPlan, LibraryPlan
-from elfpatch.patch.staging import ScratchFile, Staging, destination_problem, existing_folder
+from elfpatch.patch.staging import (
+    ScratchFile,
+    Staging,
+    destination_problem,
+    existing_folder,
+    user_path,
+)
 from elfpatch.patch.verify import VerificationError
 from elfpatch.regular_file import require_space
 from elfpatch.service.fix import FixInput, SetPlan, plan_inputs, write_patched_input
@@ -239,7 +245,7 @@ def _commit(staging: Staging, records: list[_WheelRecord], errors: list[Elfpatch
     try:
         staging.commit()
     except OSError as error:
-        errors.append(InputError(str(error.filename or "output"),
+        errors.append(InputError(user_path(error, "output"),
                                  f"cannot write: {error.strerror or error}"))
     finally:
         committed = {str(path) for path in staging.committed}
@@ -285,7 +291,8 @@ class _WheelJob:
             self.result.errors.append(error)
         except OSError as error:
             self.result.status = STATUS_FAILED
-            self.result.errors.append(InputError(str(error.filename or self.scratch_dir),
+            self.result.errors.append(InputError(user_path(error, self.destination or
+                                                           self.scratch_dir),
                                                  f"cannot write: {error.strerror or error}"))
         finally:
             for scratch in self._scratch:
