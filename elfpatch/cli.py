@@ -268,22 +268,17 @@ def _emit_interruption(outcomes: Sequence[tuple[str | None, bool]]) -> None:
 def _fix_wheels(paths: tuple[str, ...], wheel_dir: str | None, options: Any, dry_run: bool,
                 as_json: bool, quiet: bool = False) -> None:
     """``fix -w OUTDIR``: repaired wheels; every wheel is written, or none."""
-    from elfpatch.errors import InputError
-    from elfpatch.service.wheel_fix import fix_wheels
-
-    for path in paths:
-        if not path.endswith(".whl"):
-            raise InputError(path, "-w/--wheel-dir takes wheels (*.whl) only")
-        if not wheel_dir and not dry_run:
-            raise InputError(path, "a wheel is repaired into a new wheel",
-                             hint="elfpatch fix WHEEL -w OUTDIR")
+    from elfpatch import api
     from elfpatch.service.fix import run_clock
 
     _terminate_as_interrupt()
     started = run_clock()
     progress = _ProgressLine(enabled=not quiet and sys.stderr.isatty())
     try:
-        result = fix_wheels(list(paths), wheel_dir, options, dry_run, progress)
+        result = api.repair_wheels(paths, wheel_dir, mode=options.mode, only=options.only,
+                                   exclude=options.exclude, strict=options.strict,
+                                   force=options.force, dry_run=dry_run, keep_going=True,
+                                   progress=progress)
     except KeyboardInterrupt:
         progress.clear()
         targets = [] if wheel_dir is None else [Path(wheel_dir) / Path(p).name for p in paths]
