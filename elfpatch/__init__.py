@@ -12,7 +12,10 @@ the command line's start-up) stays cheap.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+# Not ``typing.TYPE_CHECKING``: importing typing (and the re, functools and
+# collections it pulls in) would widen the start-up window in which Ctrl-C
+# can only be answered by Python's own traceback.
+TYPE_CHECKING = False
 
 __version__ = "0.1.0"
 
@@ -55,6 +58,8 @@ __all__ = ["CheckResult", "Clash", "ClosureEntry", "Coverage",
            "repair_wheels", "scan"]
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from elfpatch.analysis.check import CheckResult, Clash, Finding, LibraryCheck, LibraryFacts
     from elfpatch.analysis.init_order import ClosureEntry, Coverage, InitsResult, ObjectReport
     from elfpatch.analysis.initializers import InitializerEntry

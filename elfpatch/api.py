@@ -122,26 +122,28 @@ def fix(paths: Paths, *, output: PathLike | None = None, in_place: bool = False,
 @_leaves_nothing_open
 def repair_wheels(wheels: Paths, wheel_dir: PathLike | None = None, *, mode: str = "local",
                   only: str | None = None, exclude: str | None = None, strict: bool = False,
-                  force: bool = False, dry_run: bool = False,
-                  keep_going: bool = False) -> WheelsResult:
+                  force: bool = False, dry_run: bool = False, keep_going: bool = False,
+                  progress: Callable[[str], None] | None = None) -> WheelsResult:
     """``fix WHEEL -w wheel_dir``: each wheel's ELF members fixed as one set, RECORD rewritten.
 
     Every wheel is written into ``wheel_dir`` (a wheel with nothing to fix
     byte for byte), or none is; ``dry_run`` plans without a ``wheel_dir``.
+    ``progress`` is called with a short line as each step starts.
     """
     from elfpatch.patch.plan import FixOptions
     from elfpatch.service.wheel_fix import fix_wheels
 
     given = path_list(wheels)
-    if wheel_dir is None and not dry_run:
-        raise UsageError("wheel_dir", "a wheel is repaired into a folder: give wheel_dir= "
-                         "(or dry_run=True)")
     for wheel in given:
         if not wheel.endswith(".whl"):
-            raise UsageError(wheel, "repair_wheels takes wheels (*.whl)")
+            raise UsageError(wheel, "is not a wheel (*.whl): only wheels are repaired into a "
+                             "wheel folder")
+        if wheel_dir is None and not dry_run:
+            raise UsageError(wheel, "a wheel is repaired into a new wheel in a folder",
+                             hint="elfpatch fix WHEEL -w OUTDIR (wheel_dir= in the API)")
     options = FixOptions(mode, only, exclude, strict, force)
     result = fix_wheels(given, None if wheel_dir is None else os.fspath(wheel_dir), options,
-                        dry_run)
+                        dry_run, progress)
     _raise_first(result.errors, keep_going)
     return result
 

@@ -6,9 +6,11 @@ start-up stay fast.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import click
@@ -121,8 +123,11 @@ def scan(paths: tuple[str, ...], as_json: bool, verbose: bool, quiet: bool) -> N
               "is written when any input of the set cannot be read).")
 @click.argument("paths", nargs=-1, required=True)
 @click.option("-o", "--output", type=click.Path(), help="Write here (a file, or a folder "
-              "mirroring the inputs) and leave the inputs untouched.")
-@click.option("--in-place", is_flag=True, help="Replace each input (atomically, verified).")
+              "mirroring the inputs) and leave the inputs untouched: an output that is an "
+              "input, a device, pipe or socket, or a link to nothing is refused.")
+@click.option("--in-place", is_flag=True, help="Replace each input by an atomic rename, "
+              "once verified (a kill leaves it original or fixed). Other hard links of a "
+              "file that are not given keep the original. Runs on one file take turns.")
 @click.option("-w", "--wheel-dir", type=click.Path(), help="Write repaired wheels here "
               "(PATHS are wheels; RECORD is rewritten).")
 @click.option("--to", "mode", type=click.Choice(["local", "weak-hidden", "global"]),
@@ -159,30 +164,47 @@ def fix(paths: tuple[str, ...], output: str | None, in_place: bool, wheel_dir: s
     options = FixOptions(mode, only, exclude, strict, force)  # checks them: one line if wrong
     if wheel_dir is not None or all(p.endswith(".whl") for p in paths):
         _fix_wheels(paths, wheel_dir, options, dry_run, as_json, quiet, verbose)
+    from elfpatch.service.fix import planned_destinations, run_clock
+
     _terminate_as_interrupt()
+    started = run_clock()
     try:
         result = api.fix(paths, output=output, in_place=in_place, mode=mode, only=only,
                          exclude=exclude, strict=strict, force=force, dry_run=dry_run,
                          keep_going=True)
     except KeyboardInterrupt:
-        _echo("elfpatch: interrupted before anything was written", err=True)
-        sys.exit(ExitCode.INTERRUPTED)
+        _report_interruption_from_files(
+            [] if dry_run else planned_destinations(paths, output), started)
     if as_json:
         from elfpatch.report.fix_json import fix_document
 
-        _emit_json(fix_document(result, dry_run))
+        render = lambda: _emit_json(fix_document(result, dry_run))  # noqa: E731
     else:
         from elfpatch.report.fix_text import render_fix
         from elfpatch.report.style import color_wanted, make_styler
 
-        _echo(render_fix(result, make_styler(color_wanted()), dry_run, verbose), nl=False)
-    _emit_errors(result.errors)
-    if result.interrupted:
-        _emit_interruption([(o.destination, o.written) for o in result.outcomes])
-        sys.exit(ExitCode.INTERRUPTED)
-    if result.errors:
-        sys.exit(ExitCode.BAD_INPUT)
-    sys.exit(ExitCode.FINDINGS if result.refused else ExitCode.OK)
+        render = lambda: _echo(render_fix(result, make_styler(color_wanted()), dry_run,  # noqa: E731
+                                          verbose), nl=False)
+    _finish_fix(render, result.errors, result.interrupted, result.refused,
+                lambda: [(o.destination, o.written) for o in result.outcomes])
+
+
+def _finish_fix(render: Callable[[], None], errors: Sequence[ElfpatchError], interrupted: bool,
+                refused: bool, outcomes: Callable[[], Sequence[tuple[str | None, bool]]]) -> None:
+    """The report and the exit code of a fix whose result says what it wrote.
+
+    An interrupt from here on does not cut the report short: it is noted,
+    and the report ends with what was written and exit code 130.
+    """
+    with _interrupts_deferred() as late:
+        render()
+        _emit_errors(errors)
+        if interrupted or late:
+            _emit_interruption(outcomes())
+            sys.exit(ExitCode.INTERRUPTED)
+        if errors:
+            sys.exit(ExitCode.BAD_INPUT)
+        sys.exit(ExitCode.FINDINGS if refused else ExitCode.OK)
 
 
 def _terminate_as_interrupt() -> None:
@@ -196,7 +218,51 @@ def _terminate_as_interrupt() -> None:
     signal.signal(signal.SIGTERM, interrupt)
 
 
-def _emit_interruption(outcomes: list[tuple[str | None, bool]]) -> None:
+class _LateInterrupts:
+    """Ctrl-C and SIGTERM after the work is done: noted, so the report still comes out
+    whole (and says it was interrupted), instead of cutting it off."""
+
+    def __init__(self) -> None:
+        self.seen = False
+
+    def __call__(self, _signal: int, _frame: object) -> None:
+        self.seen = True
+
+    def __bool__(self) -> bool:
+        return self.seen
+
+
+@contextlib.contextmanager
+def _interrupts_deferred() -> Iterator[_LateInterrupts]:
+    """While the report is written; the previous handlers come back afterwards."""
+    import signal
+
+    late = _LateInterrupts()
+    previous = {number: signal.signal(number, late) for number in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield late
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+def _report_interruption_from_files(destinations: Sequence[Any], started: int) -> None:
+    """An interrupt that cut the run short: what was written, read off the files, exit 130."""
+    import signal
+
+    from elfpatch.service.fix import written_since
+
+    for number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(number, signal.SIG_IGN)  # the report is the last thing this run does
+    found = written_since(destinations, started)
+    if not any(written for _path, written in found):
+        _echo("elfpatch: interrupted before anything was written", err=True)
+    else:
+        _emit_interruption(found)
+    sys.exit(ExitCode.INTERRUPTED)
+
+
+def _emit_interruption(outcomes: Sequence[tuple[str | None, bool]]) -> None:
     """After Ctrl-C: which outputs now hold the fix and which are as they were."""
     written = [destination for destination, done in outcomes if done]
     left = [destination for destination, done in outcomes if not done]
@@ -211,37 +277,35 @@ def _emit_interruption(outcomes: list[tuple[str | None, bool]]) -> None:
 def _fix_wheels(paths: tuple[str, ...], wheel_dir: str | None, options: Any, dry_run: bool,
                 as_json: bool, quiet: bool = False, verbose: bool = False) -> None:
     """``fix -w OUTDIR``: repaired wheels; every wheel is written, or none."""
-    from elfpatch.errors import InputError
-    from elfpatch.service.wheel_fix import fix_wheels
+    from elfpatch import api
+    from elfpatch.service.fix import run_clock
 
-    for path in paths:
-        if not path.endswith(".whl"):
-            raise InputError(path, "-w/--wheel-dir takes wheels (*.whl) only")
-        if not wheel_dir and not dry_run:
-            raise InputError(path, "a wheel is repaired into a new wheel",
-                             hint="elfpatch fix WHEEL -w OUTDIR")
     _terminate_as_interrupt()
+    started = run_clock()
     progress = _ProgressLine(enabled=not quiet and sys.stderr.isatty())
     try:
-        result = fix_wheels(list(paths), wheel_dir, options, dry_run, progress)
+        result = api.repair_wheels(paths, wheel_dir, mode=options.mode, only=options.only,
+                                   exclude=options.exclude, strict=options.strict,
+                                   force=options.force, dry_run=dry_run, keep_going=True,
+                                   progress=progress)
+    except KeyboardInterrupt:
+        progress.clear()
+        targets = [] if wheel_dir is None else [Path(wheel_dir) / Path(p).name for p in paths]
+        _report_interruption_from_files(targets, started)
     finally:
         progress.clear()
     if as_json:
         from elfpatch.report.fix_json import wheel_document
 
-        _emit_json(wheel_document(result, options.mode, dry_run))
+        render = lambda: _emit_json(wheel_document(result, options.mode, dry_run))  # noqa: E731
     else:
         from elfpatch.report.fix_text import render_wheels
         from elfpatch.report.style import color_wanted, make_styler
 
-        _echo(render_wheels(result, make_styler(color_wanted()), dry_run, verbose), nl=False)
-    _emit_errors(result.errors)
-    if result.interrupted:
-        _emit_interruption([(w.destination or w.wheel, w.written) for w in result.wheels])
-        sys.exit(ExitCode.INTERRUPTED)
-    if result.errors:
-        sys.exit(ExitCode.BAD_INPUT)
-    sys.exit(ExitCode.FINDINGS if result.refused else ExitCode.OK)
+        render = lambda: _echo(render_wheels(result, make_styler(color_wanted()),  # noqa: E731
+                                             dry_run, verbose), nl=False)
+    _finish_fix(render, result.errors, result.interrupted, result.refused,
+                lambda: [(w.destination or w.wheel, w.written) for w in result.wheels])
 
 
 class _ProgressLine:

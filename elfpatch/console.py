@@ -19,5 +19,39 @@ def main() -> None:
 
         command_line()
     except KeyboardInterrupt:
+        _ignore_interrupts()
         sys.stderr.write("elfpatch: interrupted\n")
-        sys.exit(_INTERRUPTED)
+        _exit_interrupted()
+    except SystemExit as done:
+        _ignore_interrupts()
+        if done.code == _INTERRUPTED:
+            _exit_interrupted()
+        raise
+    finally:
+        # The report is out and the exit status chosen: an interrupt now would only
+        # kill the process on its way out, the report's last lines unflushed.
+        _ignore_interrupts()
+
+
+def _ignore_interrupts() -> None:
+    import signal
+
+    for number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(number, signal.SIG_IGN)
+
+
+def _exit_interrupted() -> None:
+    """Exit 130 now, the report flushed.
+
+    Not ``sys.exit``: once a KeyboardInterrupt has gone through code Python
+    runs for itself (an import, a callback), the interpreter replaces any
+    exit status with death by SIGINT on its way out, and the caller would
+    see no exit code at all.
+    """
+    import contextlib
+    import os
+
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(_INTERRUPTED)

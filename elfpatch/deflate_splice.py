@@ -27,7 +27,6 @@ member is deflated again; ISA-L does the deflating where it is installed.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 import zlib
 from array import array
@@ -84,9 +83,12 @@ class _ZStream(ctypes.Structure):
 
 @cache
 def _libz() -> ctypes.CDLL | None:
-    name = ctypes.util.find_library("z")
+    from elfpatch.demangle import open_trusted_library
+
+    library = open_trusted_library("libz.so.1")
+    if library is None:
+        return None
     try:
-        library = ctypes.CDLL(name or "libz.so.1")
         library.zlibVersion.restype = ctypes.c_char_p
         version = library.zlibVersion()
     except (OSError, AttributeError):

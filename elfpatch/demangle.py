@@ -57,15 +57,27 @@ _Functions = tuple[Any, Any]
 @cache
 def _cxa_demangle() -> _Functions | None:
     """``__cxa_demangle`` and ``free``, or None when no trusted runtime is available."""
-    loaded = loaded_sonames()
-    if loaded is None:  # without /proc we cannot tell what is loaded: load nothing
-        return None
     for runtime in _RUNTIMES:
-        library = _open_loaded(loaded.get(runtime)) or _open_trusted(runtime, loaded)
+        library = open_trusted_library(runtime)
         functions = _functions(library) if library is not None else None
         if functions is not None:
             return functions
     return None
+
+
+def open_trusted_library(soname: str) -> ctypes.CDLL | None:
+    """The system library ``soname``: the copy this process has loaded, else one from the
+    loader's trusted places (its cache, the system folders) opened by absolute path.
+
+    Never a search of ``LD_LIBRARY_PATH`` or the current folder, and no
+    program is started to find it (``ctypes.util.find_library`` runs
+    ``ldconfig``, then ``gcc`` and ``ld`` from ``PATH``).  None when there
+    is no such copy, or without ``/proc`` (what is loaded cannot be told).
+    """
+    loaded = loaded_sonames()
+    if loaded is None:
+        return None
+    return _open_loaded(loaded.get(soname)) or _open_trusted(soname, loaded)
 
 
 def _functions(library: ctypes.CDLL) -> _Functions | None:

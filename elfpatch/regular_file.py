@@ -128,3 +128,127 @@ TEMPORARY_MARK = ".elfpatch-tmp"
 def is_temporary_name(name: str) -> bool:
     """Whether a file name is one of elfpatch's temporary files."""
     return name.startswith(".") and name.endswith(TEMPORARY_MARK)
+
+
+# -- inputs held for the length of a run ------------------------------------------------
+
+FileIdentity = tuple[int, int, int, int, int]  # device, inode, size, mtime_ns, ctime_ns
+
+
+def identity_of(status: os.stat_result) -> FileIdentity:
+    """What says a file is still the one that was read: which file, and its last change.
+
+    ``st_ctime`` changes with every write and cannot be set back by anyone,
+    so an unchanged identity means unchanged bytes.
+    """
+    return (status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns)
+
+
+class HeldFile:
+    """An input opened once and read through this descriptor for the whole run.
+
+    Every later read goes through ``path`` (``/proc/self/fd/N``), so a plan
+    is applied to the very bytes it was made from even if the name is
+    replaced meanwhile; ``unchanged`` tells whether the name still leads to
+    those bytes.  With ``exclusive`` the file is locked (``flock``) until
+    ``close``: two elfpatch runs fixing one file in place take turns.
+    """
+
+    def __init__(self, name: str, descriptor: int) -> None:
+        self.name = name
+        self.fd = descriptor
+        self.identity = identity_of(os.fstat(descriptor))
+
+    @property
+    def path(self) -> Path:
+        return Path(f"/proc/self/fd/{self.fd}")
+
+    def still_named(self) -> bool:
+        """Whether ``name`` still leads to this file (not replaced by another run's rename)."""
+        try:
+            status = Path(self.name).stat()
+        except OSError:
+            return False
+        return (status.st_dev, status.st_ino) == self.identity[:2]
+
+    def unchanged(self) -> bool:
+        """Whether ``name`` leads to this file and its bytes are those that were read."""
+        try:
+            return identity_of(Path(self.name).stat()) == self.identity == \
+                identity_of(os.fstat(self.fd))
+        except OSError:
+            return False
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)  # releases the lock too
+            self.fd = -1
+
+
+def hold_files(names: list[str], exclusive: bool, attempts: int = 100) -> list[HeldFile]:
+    """Open (and with ``exclusive``, lock) every file of ``names``, in ``names``' order.
+
+    Locks are taken in one global order (device, inode), so runs that share
+    files never wait on each other in a circle.  A lock that was waited for
+    may belong to a file another run has since replaced: then everything is
+    released and taken again on what the names lead to now.
+    """
+    import fcntl
+
+    for _attempt in range(attempts):
+        held: list[HeldFile] = []
+        try:
+            for name in names:
+                held.append(HeldFile(name, open_regular_descriptor(name)))
+            if not exclusive:
+                return held
+            for item in sorted(held, key=lambda h: h.identity[:2]):
+                fcntl.flock(item.fd, fcntl.LOCK_EX)
+            if all(item.still_named() for item in held):
+                return held
+        except BaseException:
+            for item in held:
+                item.close()
+            raise
+        for item in held:
+            item.close()
+    raise InputError(names[0], "keeps being replaced by other programs while elfpatch waits "
+                     "for it", hint="run again when nothing else is writing it")
+
+
+# -- scratch space ------------------------------------------------------------------------
+
+# Kept free beyond what a run needs: the file system's own bookkeeping, and
+# whatever else is writing there meanwhile.
+_SPARE_BYTES = 64 << 20
+
+
+def free_bytes(folder: Path) -> int:
+    """Bytes an unprivileged writer may still use in ``folder``'s file system."""
+    status = os.statvfs(folder)
+    return status.f_bavail * status.f_frsize
+
+
+def human_size(size: int) -> str:
+    """``4.5 GiB``: a size as people read it."""
+    value = float(size)
+    for unit in ("bytes", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:,.0f} {unit}" if unit == "bytes" else f"{value:,.1f} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")
+
+
+def require_space(folder: Path, needed: int, label: str, purpose: str, hint: str) -> None:
+    """Refuse, before writing anything, a run whose scratch or output files cannot fit.
+
+    Raises ``InputError`` for ``label`` naming ``folder``, the space needed and
+    the space there; a folder whose space cannot be read is not refused.
+    """
+    try:
+        free = free_bytes(folder)
+    except OSError:
+        return
+    if free < needed + _SPARE_BYTES:
+        raise InputError(label, f"needs {human_size(needed + _SPARE_BYTES)} free in {folder} "
+                         f"{purpose}, and it has {human_size(free)}", hint=hint)

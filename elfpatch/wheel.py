@@ -23,7 +23,7 @@ from pathlib import Path
 from elfpatch.elf.constants import ELF_MAGIC
 from elfpatch.elf.file import ElfFile
 from elfpatch.errors import InputError
-from elfpatch.regular_file import TEMPORARY_MARK
+from elfpatch.regular_file import TEMPORARY_MARK, require_space
 from elfpatch.zipread import ZipArchive, ZipMember, open_zip, printable_name
 
 # Members up to this size are decoded into memory; larger ones into a file.
@@ -85,7 +85,10 @@ def member_data(archive: ZipArchive, member: ZipMember) -> bytes | mmap.mmap:
     """The member's bytes: in memory when small, in a mapped anonymous file when large."""
     if member.size <= IN_MEMORY_LIMIT:
         return b"".join(archive.decoded_chunks(member))
-    descriptor = spill_file(Path(tempfile.gettempdir()))
+    folder = Path(tempfile.gettempdir())
+    require_space(folder, member.size, archive.label(member), "to read the member (inflated)",
+                  hint="point TMPDIR at a larger file system")
+    descriptor = spill_file(folder)
     try:
         for chunk in archive.decoded_chunks(member):
             _write_all(descriptor, chunk)

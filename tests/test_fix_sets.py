@@ -140,14 +140,24 @@ def test_hard_links_are_one_library_and_stay_linked(library: Path, tmp_path: Pat
     assert first.read_bytes() != library.read_bytes()
 
 
-def test_a_hard_linked_file_keeps_its_other_names(library: Path, fixed_library: bytes,
+def test_a_hard_link_not_given_keeps_the_original(library: Path, fixed_library: bytes,
                                                   tmp_path: Path) -> None:
+    """Only the names given are replaced (each by an atomic rename): another name of the
+    file, say a package manager's cache entry, is not the user's to change."""
     [first] = copies(library, tmp_path / "a", "libfixme.so")
     elsewhere = tmp_path / "b" / "libfixme.so.1"
     elsewhere.parent.mkdir()
     os.link(first, elsewhere)
-    assert fix("--in-place", first).exit_code == 0
-    assert elsewhere.read_bytes() == first.read_bytes() == fixed_library
+    inode = elsewhere.stat().st_ino
+    result = fix("--in-place", first)
+    assert result.exit_code == 0
+    assert result.document is not None
+    assert result.document["libraries"][0]["hard_links_left"] == 1
+    assert first.read_bytes() == fixed_library
+    assert elsewhere.read_bytes() == library.read_bytes()
+    assert elsewhere.stat().st_ino == inode and elsewhere.stat().st_nlink == 1
+    text = fix("--in-place", elsewhere, as_json=False)
+    assert text.exit_code == 0 and elsewhere.read_bytes() == fixed_library
 
 
 # -- temporary files --------------------------------------------------------------------
@@ -295,7 +305,8 @@ def test_a_killed_fix_leaves_each_file_original_or_fixed(how: signal.Signals, bi
                                                          big_fixed: bytes, library: Path,
                                                          fixed_library: bytes,
                                                          tmp_path: Path) -> None:
-    """Odd rounds fix one big library, even rounds a set of two (big and small)."""
+    """Odd rounds fix one big library, even rounds a set of two (big and small); the big
+    one has another hard link, not given, which keeps the original whatever happens."""
     expected = {"libbig.so": (big_library.read_bytes(), big_fixed),
                 "libfixme.so": (library.read_bytes(), fixed_library)}
     outcomes = set()
@@ -304,6 +315,8 @@ def test_a_killed_fix_leaves_each_file_original_or_fixed(how: signal.Signals, bi
         inputs = copies(big_library, folder, "libbig.so")
         if round_number % 2 == 0:
             inputs += copies(library, folder, "libfixme.so")
+        alias = folder / "other-name-of-libbig.so"  # a hard link not given: never touched
+        os.link(inputs[0], alias)
         marker = f"{os.getpid()}-{how.name}-{round_number}"
         process = start_fix(marker, "--in-place", *inputs)
         time.sleep(delay)
@@ -315,6 +328,7 @@ def test_a_killed_fix_leaves_each_file_original_or_fixed(how: signal.Signals, bi
             # before any elfpatch code ran: Python's own report, nothing written.
             assert all(p.read_bytes() == expected[p.name][0] for p in inputs)
             continue
+        assert alias.read_bytes() == expected["libbig.so"][0]
         assert "Traceback" not in err and "internal error" not in err
         for path in inputs:
             content = path.read_bytes()

@@ -24,7 +24,7 @@ import os
 import secrets
 import signal
 import stat
-from collections.abc import Iterator
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -108,20 +108,38 @@ class StagedOutput(ScratchFile):
     """A verified output waiting for the commit of its set."""
 
     destination: Path = field(default_factory=Path)
-    keep_links: bool = False  # write into the destination's inode (it has other hard links)
+    # Other hard links of an input replaced in place that were given too: each
+    # is replaced by the same new file, so they stay one file.
+    also: tuple[Path, ...] = ()
 
     def publish(self) -> None:
-        """Put the temporary file's content at the destination, atomically where possible."""
-        if self.keep_links:
-            _overwrite_changed(self.fd, self.destination)
-            return
+        """Rename the temporary file over the destination (and its other names given).
+
+        A rename is atomic: each path holds the old file or the new one,
+        whenever the run is killed.  A hard link not given keeps the old file.
+        """
+        try:
+            self._publish()
+        except OSError as error:  # named after the user's path, never the temporary one
+            raise OSError(error.errno, error.strerror, str(self.destination)) from None
+
+    def _publish(self) -> None:
         self.destination.parent.mkdir(parents=True, exist_ok=True)
         if self.name is None:  # anonymous: give it a name on the destination's file system
-            name = self.destination.parent / _temporary_name(self.destination.name)
-            _link_anonymous(self.fd, name)
-            self.name = name
+            self.name = self.destination.parent / _temporary_name(self.destination.name)
+            _link_anonymous(self.fd, self.name)
+        pending = [(other, self._linked_beside(other)) for other in self.also]
         self.name.replace(self.destination)
         self.name = None
+        for other, name in pending:
+            name.replace(other)
+
+    def _linked_beside(self, path: Path) -> Path:
+        """A new name for the staged file in ``path``'s folder, to be renamed over ``path``."""
+        assert self.name is not None
+        name = path.parent / _temporary_name(path.name)
+        os.link(self.name, name, follow_symlinks=False)
+        return name
 
 
 def _link_anonymous(descriptor: int, name: Path) -> None:
@@ -138,32 +156,61 @@ def _link_anonymous(descriptor: int, name: Path) -> None:
         os.close(folder)
 
 
+def destination_problem(destination: Path, inputs: Collection[tuple[int, int]]) -> str | None:
+    """Why ``destination`` must not be written, or None.
+
+    Only a new path or an existing regular file that is not one of the
+    ``inputs`` (device, inode) is ever written: never a device, FIFO,
+    socket or folder, never an input reached through a link, ``.`` or
+    another hard link, and never through a symbolic link that leads nowhere
+    (that would create the link's target and its folders).
+    """
+    try:
+        status = destination.stat()
+    except FileNotFoundError:
+        return _dangling_link(destination)
+    except NotADirectoryError:
+        return "a file stands where a folder of this path must be"
+    except OSError as error:
+        return f"cannot check it: {error.strerror or error}"
+    if stat.S_ISDIR(status.st_mode):
+        return "is a folder"
+    if not stat.S_ISREG(status.st_mode):
+        return "is not a regular file (a device, pipe or socket); elfpatch writes only files"
+    if (status.st_dev, status.st_ino) in inputs:
+        return "is one of the inputs (the same file)"
+    return None
+
+
+def _dangling_link(destination: Path) -> str | None:
+    """A symbolic link that leads nowhere, as the path or as one of its missing folders."""
+    for path in (destination, *destination.parents):
+        if path.exists():
+            return None
+        if path.is_symlink():
+            return (f"{path} is a symbolic link to nothing" if path != destination else
+                    "is a symbolic link to nothing")
+    return None
+
+
+def user_path(error: OSError, fallback: Path | str) -> str:
+    """The path to name in a message about ``error``: the user's, never a temporary file's.
+
+    An error met while writing a staged or scratch file names that file
+    (``/proc/self/fd/N``, ``.name.<random>.elfpatch-tmp``); the user knows
+    only ``fallback``, the destination or folder they gave.
+    """
+    name = os.fsdecode(error.filename) if error.filename is not None else ""
+    if not name or name.startswith("/proc/self/fd/") or is_temporary_name(Path(name).name):
+        return str(fallback)
+    return name
+
+
 def existing_folder(folder: Path) -> Path:
     """``folder``, or its nearest ancestor that exists (the one a temporary file can go in)."""
     while not folder.exists() and folder.parent != folder:
         folder = folder.parent
     return folder
-
-
-def _overwrite_changed(source: int, destination: Path, chunk: int = 8 << 20) -> None:
-    """Write into ``destination``'s own inode the chunks where ``source`` differs.
-
-    Used for a file with several hard links: a rename would detach the other
-    names (binutils' tools copy over such files for the same reason).  Only
-    the chunks that differ are written, after the whole output was verified.
-    """
-    descriptor = os.open(destination, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
-    try:
-        size = os.fstat(source).st_size
-        if os.fstat(descriptor).st_size != size:
-            raise OSError(f"{destination} changed size while it was being fixed")
-        for offset in range(0, size, chunk):
-            new = os.pread(source, chunk, offset)
-            if os.pread(descriptor, chunk, offset) != new:
-                os.pwrite(descriptor, new, offset)
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
 
 
 @contextlib.contextmanager
@@ -192,7 +239,7 @@ class Staging:
                  trace: TracebackType | None) -> None:
         self.discard()
 
-    def output(self, destination: Path, keep_links: bool = False) -> StagedOutput:
+    def output(self, destination: Path, also: Iterable[Path] = ()) -> StagedOutput:
         """A new temporary file for ``destination``, on its file system.
 
         It is made in the nearest folder that exists: the destination's own
@@ -200,7 +247,7 @@ class Staging:
         """
         descriptor, path, name = self._new_file(existing_folder(destination.parent),
                                                 destination.name)
-        staged = StagedOutput(descriptor, path, name, destination, keep_links)
+        staged = StagedOutput(descriptor, path, name, destination, tuple(also))
         self._outputs.append(staged)
         return staged
 
@@ -212,7 +259,7 @@ class Staging:
 
     def _new_file(self, directory: Path, stem: str) -> tuple[int, Path, Path | None]:
         """(descriptor, a path that opens it, its name on disk or None when anonymous)."""
-        _ensure_descriptors(len(self._outputs) + len(self._scratch) + 1, directory)
+        ensure_descriptors(len(self._outputs) + len(self._scratch) + 1, directory)
         self._sweep(directory)
         descriptor = _create_anonymous(directory)
         if descriptor is not None:
@@ -248,7 +295,7 @@ class Staging:
 _SPARE_DESCRIPTORS = 64
 
 
-def _ensure_descriptors(held: int, destination: Path) -> None:
+def ensure_descriptors(held: int, destination: Path) -> None:
     """Room to hold ``held`` staged files open until the commit.
 
     Every staged file stays open (and locked) until its set commits; the soft

@@ -26,6 +26,7 @@ def _library(outcome: LibraryOutcome) -> dict[str, Any]:
         "path": outcome.source,
         "destination": outcome.destination,
         "written": outcome.written,
+        "hard_links_left": outcome.hard_links_left,
         **_plan_records(outcome.plan),
     }
 

@@ -9,6 +9,7 @@ every symbol, grouped under its reason, so no reason is repeated per symbol.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from typing import Any
 
 from elfpatch.patch.plan import FixPlan, LibraryPlan, name_some
@@ -38,7 +39,7 @@ def _render_library(outcome: LibraryOutcome, style: Styler, dry_run: bool,
     if not plan.changes:
         lines.append("  " + style("no STB_GNU_UNIQUE symbols to rewrite (0 changes)", "good"))
     else:
-        lines.append("  " + _counts_line(plan, dry_run))
+        lines.append("  " + _counts_line(plan, dry_run, outcome.written))
         if detailed:
             lines.extend(_reasons(plan, style))
     if plan.skipped:
@@ -46,13 +47,18 @@ def _render_library(outcome: LibraryOutcome, style: Styler, dry_run: bool,
                      "(--only/--exclude)")
     if not dry_run and plan.changes and not outcome.written:
         lines.append("  not written")
+    if outcome.written and outcome.hard_links_left:
+        verb = "keeps" if outcome.hard_links_left == 1 else "keep"
+        lines.append("  " + style(f"{plural(outcome.hard_links_left, 'other hard link')} of the "
+                                  f"file {verb} the original (only the names given are "
+                                  "replaced)", "warn"))
     return "\n".join(lines)
 
 
-def _counts_line(plan: LibraryPlan, dry_run: bool) -> str:
+def _counts_line(plan: LibraryPlan, dry_run: bool, written: bool = True) -> str:
     by_table = Counter((c.table, c.target) for c in plan.changes)
     parts = [f"{table} {n} -> {target}" for (table, target), n in sorted(by_table.items())]
-    done = "would be rewritten" if dry_run else "rewritten"
+    done = "would be rewritten" if dry_run else "rewritten" if written else "to rewrite"
     return f"{plural(len(plan.changes), 'UNIQUE symbol')} {done}: " + ", ".join(parts)
 
 
@@ -116,13 +122,26 @@ def _render_refusals(plan: FixPlan, style: Styler) -> str:
 
 def _summary(result: FixResult, dry_run: bool) -> str:
     assert result.plan is not None
-    targets = Counter(c.target for lib in result.plan.libraries for c in lib.changes)
-    counts = ", ".join(f"{n} -> {t}" for t, n in targets.most_common())
-    done = f"{'would rewrite' if dry_run else 'rewrote'} {counts}" if counts else \
-        "nothing to rewrite"
+    planned = _targets(lib for lib in result.plan.libraries)
+    done_counts = _targets(o.plan for o in result.outcomes if o.written)
+    if not planned:
+        done = "nothing to rewrite"
+    elif dry_run:
+        done = f"would rewrite {planned}"
+    elif not done_counts:
+        done = f"planned {planned}, rewrote nothing"
+    else:
+        done = f"rewrote {done_counts}" + ("" if done_counts == planned else
+                                           f" of {planned} planned")
     written = sum(1 for o in result.outcomes if o.written)
     tail = " (dry run: nothing written)" if dry_run else f"; {plural(written, 'file')} written"
     return f"{plural(len(result.plan.libraries), 'library', 'libraries')}: {done}{tail}"
+
+
+def _targets(plans: Iterable[LibraryPlan]) -> str:
+    """``12 -> LOCAL, 1 -> GLOBAL``: the changes of ``plans`` by new binding."""
+    targets = Counter(c.target for plan in plans for c in plan.changes)
+    return ", ".join(f"{n} -> {t}" for t, n in targets.most_common())
 
 
 def render_wheels(result: Any, style: Styler, dry_run: bool, verbose: bool = False) -> str:

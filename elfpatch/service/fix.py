@@ -8,6 +8,7 @@ fails, when ``--strict`` refuses, or with ``--dry-run``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -26,10 +27,18 @@ from elfpatch.errors import (
 )
 from elfpatch.patch.plan import Candidate, FixOptions, FixPlan, LibraryPlan, plan_library
 from elfpatch.patch.rewrite import plan_edits
-from elfpatch.patch.staging import ScratchFile, Staging, existing_folder
+from elfpatch.patch.staging import (
+    ScratchFile,
+    Staging,
+    destination_problem,
+    ensure_descriptors,
+    existing_folder,
+    user_path,
+)
 from elfpatch.patch.verify import verify_output
 from elfpatch.patch.write import write_patched
-from elfpatch.service.inputs import split_sources
+from elfpatch.regular_file import HeldFile, cannot_open, hold_files
+from elfpatch.service.inputs import Aliases, split_sources
 from elfpatch.service.parallel import run_alongside
 from elfpatch.source import ElfSource
 
@@ -40,6 +49,7 @@ class LibraryOutcome:
     source: str
     destination: str | None  # None with --dry-run
     written: bool  # False when nothing changed in place, with --dry-run, or when interrupted
+    hard_links_left: int = 0  # other names of a file replaced in place: they keep the original
 
 
 @dataclass(frozen=True)
@@ -155,9 +165,10 @@ def write_patched_input(item: FixInput, plan: LibraryPlan, target: ScratchFile) 
 
 # -- files on disk -------------------------------------------------------------
 
-def _sources(paths: Iterable[str]) -> tuple[list[ElfSource], list[ElfpatchError]]:
+def _sources(paths: Iterable[str],
+             aliases: Aliases) -> tuple[list[ElfSource], list[ElfpatchError]]:
     """The files to fix; a wheel's members are not files (wheels are repaired with -w)."""
-    found, errors = split_sources(paths)
+    found, errors = split_sources(paths, aliases)
     errors += [InputError(s.label, "a wheel is repaired as a whole",
                           hint="elfpatch fix WHEEL -w OUTDIR") for s in found if s.member]
     return [s for s in found if s.member is None], errors
@@ -218,10 +229,27 @@ def _unwritable(where: dict[str, Path]) -> list[ElfpatchError]:
     return errors
 
 
+def _unsafe_outputs(where: dict[str, Path], sources: list[ElfSource]) -> list[ElfpatchError]:
+    """Outputs that are inputs, devices, pipes, folders or links to nothing (``-o``)."""
+    inputs = set()
+    for source in sources:
+        with contextlib.suppress(OSError):  # a vanished input fails when it is opened
+            status = Path(source.path).stat()
+            inputs.add((status.st_dev, status.st_ino))
+    errors: list[ElfpatchError] = []
+    for destination in where.values():
+        problem = destination_problem(destination, inputs)
+        if problem is not None:
+            hint = "--in-place replaces the inputs" if "inputs" in problem else None
+            errors.append(InputError(str(destination), f"cannot write: {problem}", hint=hint))
+    return errors
+
+
 def fix_paths(paths: Iterable[str], options: FixOptions, output: str | None,
               dry_run: bool = False) -> FixResult:
     """Fix every ELF file under ``paths`` as one set: all are written, or none."""
-    sources, errors = _sources(paths)
+    aliases: Aliases = {}
+    sources, errors = _sources(paths, aliases)
     if errors:
         return FixResult(errors=tuple(errors))  # never write part of an unreadable set
     try:
@@ -229,35 +257,78 @@ def fix_paths(paths: Iterable[str], options: FixOptions, output: str | None,
     except ElfpatchError as error:
         return FixResult(errors=(error,))
     errors = _collisions(where) + _unwritable(where)
+    if output is not None and not dry_run and not errors:
+        errors = _unsafe_outputs(where, sources)
     if errors:
         return FixResult(errors=tuple(errors))
-    planned = plan_inputs([FixInput(s.path, Path(s.path)) for s in sources], options)
-    if planned.errors or planned.refused:
-        return FixResult(planned.plan, errors=tuple(planned.errors))
-    if dry_run:
-        return FixResult(planned.plan, tuple(LibraryOutcome(plan, item.label, None, False)
-                                             for item, plan in planned.pairs()))
-    return _write_set(planned, where)
+    try:
+        held = _hold(sources, exclusive=output is None and not dry_run)
+    except ElfpatchError as error:
+        return FixResult(errors=(error,))
+    try:
+        inputs = [FixInput(s.path, h.path) for s, h in zip(sources, held, strict=True)]
+        planned = plan_inputs(inputs, options)
+        if planned.errors or planned.refused:
+            return FixResult(planned.plan, errors=tuple(planned.errors))
+        if dry_run:
+            return FixResult(planned.plan, tuple(LibraryOutcome(plan, item.label, None, False)
+                                                 for item, plan in planned.pairs()))
+        return _write_set(planned, where, {h.name: h for h in held},
+                          _other_names(aliases) if output is None else {})
+    finally:
+        for item in held:
+            item.close()
 
 
-def _write_set(planned: SetPlan, where: dict[str, Path]) -> FixResult:
-    """Stage and verify every file, then rename them all; on any error, none."""
+def _hold(sources: list[ElfSource], exclusive: bool) -> list[HeldFile]:
+    """Every input opened once (and locked when it is to be replaced) for the whole run."""
+    ensure_descriptors(2 * len(sources), Path(sources[0].path).parent if sources else Path())
+    try:
+        return hold_files([source.path for source in sources], exclusive)
+    except OSError as error:
+        raise cannot_open(str(error.filename or sources[0].path), error) from None
+
+
+def _other_names(aliases: Aliases) -> dict[str, list[Path]]:
+    """The other hard links given for each input (symbolic links lead to the same real file)."""
+    names: dict[str, list[Path]] = {}
+    for first, others in aliases.items():
+        real = os.path.realpath(first)
+        links = {os.path.realpath(other) for other in others} - {real}
+        if links:
+            names[first] = [Path(link) for link in sorted(links)]
+    return names
+
+
+def _write_set(planned: SetPlan, where: dict[str, Path], held: dict[str, HeldFile],
+               other_names: dict[str, list[Path]]) -> FixResult:
+    """Stage and verify every file, then rename them all; on any error, none.
+
+    Right before the renames every input is checked to be the file, and the
+    bytes, the plan was made from.
+    """
     staged: dict[str, Path] = {}
+    links_left: dict[str, int] = {}
     errors: list[ElfpatchError] = []
     interrupted = False
+    destination = Path("output")
     with Staging() as staging:
         try:
             for item, plan in planned.pairs():
                 destination = Path(os.path.realpath(where[item.label]))
                 if _needs_writing(item, plan, destination):
-                    target = staging.output(destination, keep_links=_has_other_links(destination))
+                    also = other_names.get(item.label, [])
+                    links_left[item.label] = _links(destination) - 1 - len(also)
+                    target = staging.output(destination, also=also)
                     write_patched_input(item, plan, target)
                     staged[item.label] = destination
-            staging.commit()
+            errors += _changed_inputs(held.values())
+            if not errors:
+                staging.commit()
         except ElfpatchError as error:
             errors.append(error)
-        except OSError as error:
-            errors.append(InputError(str(error.filename or "output"),
+        except OSError as error:  # the user's path, never a temporary file's
+            errors.append(InputError(user_path(error, destination),
                                      f"cannot write: {error.strerror or error}"))
         except KeyboardInterrupt:
             interrupted = True
@@ -265,22 +336,71 @@ def _write_set(planned: SetPlan, where: dict[str, Path]) -> FixResult:
     if errors and not written:
         return FixResult(planned.plan, errors=tuple(errors))
     outcomes = tuple(LibraryOutcome(plan, item.label, str(where[item.label]),
-                                    staged.get(item.label) in written)
+                                    staged.get(item.label) in written,
+                                    max(0, links_left.get(item.label, 0)))
                      for item, plan in planned.pairs())
     return FixResult(planned.plan, outcomes, tuple(errors), interrupted)
 
 
+def _links(destination: Path) -> int:
+    """How many names the file at ``destination`` has (0 for a new file)."""
+    try:
+        return destination.stat().st_nlink
+    except FileNotFoundError:
+        return 0
+
+
+def _changed_inputs(held: Iterable[HeldFile]) -> list[ElfpatchError]:
+    return [InputError(item.name, "changed while elfpatch was fixing it (another program wrote "
+                       "or replaced it); nothing was written", hint="run again")
+            for item in held if not item.unchanged()]
+
+
 def _needs_writing(item: FixInput, plan: LibraryPlan, destination: Path) -> bool:
     """A file fixed in place with nothing to change is only verified, never rewritten."""
-    if plan.changes or destination != Path(os.path.realpath(item.path)):
+    if plan.changes or destination != Path(os.path.realpath(item.label)):
         return True
     with _open(item) as elf:
         verify_output(elf, item.path, plan, run_alongside)
     return False
 
 
-def _has_other_links(destination: Path) -> bool:
+# -- what an interrupted run wrote, read off the files ----------------------------
+
+def run_clock() -> int:
+    """Now, to compare with the change times of the files a run writes.
+
+    The kernel stamps changes with a clock up to a tick behind this one; no
+    output is renamed in place within a tick of a run's start.
+    """
+    import time
+
+    return time.time_ns()
+
+
+def written_since(destinations: Iterable[str | Path], since: int) -> list[tuple[str, bool]]:
+    """Each destination, and whether the file there changed since ``since`` (``run_clock``).
+
+    Every output is put in place by a rename, which gives the path a file
+    whose status changed during the run: this tells, from the files alone,
+    what a run that was interrupted at any instant wrote.
+    """
+    found = []
+    for destination in destinations:
+        try:
+            changed = Path(os.path.realpath(destination)).stat().st_ctime_ns >= since
+        except OSError:
+            changed = False
+        found.append((str(destination), changed))
+    return found
+
+
+def planned_destinations(paths: Iterable[str], output: str | None) -> list[Path]:
+    """Where ``fix_paths`` writes the files of ``paths`` (nothing when they cannot be read)."""
+    sources, errors = _sources(paths, {})
+    if errors:
+        return []
     try:
-        return destination.stat().st_nlink > 1
-    except FileNotFoundError:
-        return False
+        return list(destinations(sources, output).values())
+    except ElfpatchError:
+        return []

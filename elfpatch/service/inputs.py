@@ -41,13 +41,18 @@ def _identity(path: Path) -> tuple[int, int]:
     return status.st_dev, status.st_ino
 
 
-def expand(paths: Iterable[str]) -> Iterator[ElfSource | ElfpatchError]:
+# The other names of one input file: its first path -> the later paths that lead to it.
+Aliases = dict[str, list[str]]
+
+
+def expand(paths: Iterable[str],
+           aliases: Aliases | None = None) -> Iterator[ElfSource | ElfpatchError]:
     """Every ELF input named by ``paths``, or an error for a path that has none.
 
     Each file is one input however many names (hard links, symbolic links)
-    lead to it.
+    lead to it; the names after the first are added to ``aliases``.
     """
-    seen: set[tuple[int, int]] = set()
+    seen = _Seen(aliases if aliases is not None else {})
     for raw in paths:
         path = Path(raw)
         try:
@@ -56,11 +61,34 @@ def expand(paths: Iterable[str]) -> Iterator[ElfSource | ElfpatchError]:
             yield error
 
 
-def split_sources(paths: Iterable[str]) -> tuple[list[ElfSource], list[ElfpatchError]]:
+class _Seen:
+    """The files found so far, by (device, inode), and the later names of each."""
+
+    def __init__(self, aliases: Aliases) -> None:
+        self.first: dict[tuple[int, int], str] = {}
+        self.aliases = aliases
+
+    def __contains__(self, identity: tuple[int, int]) -> bool:
+        return identity in self.first
+
+    def add(self, identity: tuple[int, int], path: Path) -> bool:
+        """Whether ``path`` is a new file (else it is recorded as another name of one)."""
+        first = self.first.get(identity)
+        if first is None:
+            self.first[identity] = str(path)
+            return True
+        others = self.aliases.setdefault(first, [])
+        if str(path) != first and str(path) not in others:
+            others.append(str(path))
+        return False
+
+
+def split_sources(paths: Iterable[str], aliases: Aliases | None = None,
+                  ) -> tuple[list[ElfSource], list[ElfpatchError]]:
     """``expand``'s inputs, apart from the paths that had none."""
     sources: list[ElfSource] = []
     errors: list[ElfpatchError] = []
-    for item in expand(paths):
+    for item in expand(paths, aliases):
         if isinstance(item, ElfpatchError):
             errors.append(item)
         else:
@@ -68,8 +96,7 @@ def split_sources(paths: Iterable[str]) -> tuple[list[ElfSource], list[ElfpatchE
     return sources, errors
 
 
-def _expand_one(path: Path,
-                seen: set[tuple[int, int]]) -> Iterator[ElfSource | ElfpatchError]:
+def _expand_one(path: Path, seen: _Seen) -> Iterator[ElfSource | ElfpatchError]:
     if not path.exists():
         reason = ("no such file (a dangling symbolic link)" if path.is_symlink() else
                   "no such file or directory")
@@ -92,9 +119,7 @@ def _expand_one(path: Path,
     if is_archive_name(path) or _is_zip_not_elf(path):
         yield from _archive_members(path)
         return
-    identity = _identity(path)
-    if identity not in seen:
-        seen.add(identity)
+    if seen.add(_identity(path), path):
         yield ElfSource(str(path))
 
 
@@ -111,7 +136,7 @@ def _is_zip_not_elf(path: Path) -> bool:
         return False
 
 
-def _expand_folder(folder: Path, seen: set[tuple[int, int]],
+def _expand_folder(folder: Path, seen: _Seen,
                    unreadable: list[OSError]) -> Iterator[ElfSource | ElfpatchError]:
     """The folder's ELF files and wheel members; a broken wheel is one error among them."""
     for file in walk_folder(folder, unreadable):
@@ -121,16 +146,17 @@ def _expand_folder(folder: Path, seen: set[tuple[int, int]],
             identity = _identity(file)
         except OSError:  # vanished or unreadable since the walk listed it
             continue
+        is_wheel = file.suffix.lower() == ".whl"
         if identity in seen:
-            continue
-        if file.suffix.lower() == ".whl":
-            seen.add(identity)
+            seen.add(identity, file)  # another name of a file already found
+        elif is_wheel:
+            seen.add(identity, file)
             try:
                 yield from _archive_members(file)
             except ElfpatchError as error:
                 yield error
         elif has_elf_magic_file(file):
-            seen.add(identity)
+            seen.add(identity, file)
             yield ElfSource(str(file), root=str(folder))
 
 

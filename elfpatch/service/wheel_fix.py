@@ -34,7 +34,7 @@ import os
 import resource
 import tempfile
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -52,8 +52,15 @@ from elfpatch.elf.file import ElfFile
 from elfpatch.elf.symbols import symbol_tables
 from elfpatch.errors import PARSE_FAILURES, CorruptElfError, ElfpatchError, InputError
 from elfpatch.patch.plan import FixOptions, FixPlan, LibraryPlan
-from elfpatch.patch.staging import ScratchFile, Staging, existing_folder
+from elfpatch.patch.staging import (
+    ScratchFile,
+    Staging,
+    destination_problem,
+    existing_folder,
+    user_path,
+)
 from elfpatch.patch.verify import VerificationError
+from elfpatch.regular_file import require_space
 from elfpatch.service.fix import FixInput, SetPlan, plan_inputs, write_patched_input
 from elfpatch.service.halves import in_two_halves
 from elfpatch.service.parallel import run_alongside
@@ -189,6 +196,9 @@ def fix_wheels(wheels: list[str], out_dir: str | None, options: FixOptions,
                 _commit(staging, records, errors)
         except KeyboardInterrupt:
             interrupted = True
+            # The wheels the interrupt came before are reported too: none was written.
+            records += [_WheelRecord(wheel, None if dry_run else str(destinations[wheel]))
+                        for wheel in wheels[len(records):]]
     return WheelsResult(tuple(r.result() for r in records), tuple(errors), interrupted)
 
 
@@ -207,13 +217,26 @@ def _destination_errors(destinations: dict[str, Path], out_dir: str | None,
     by_target: dict[Path, list[str]] = {}
     for wheel, target in destinations.items():
         by_target.setdefault(target, []).append(wheel)
+    inputs = _identities(destinations)
     for target, sources in by_target.items():
         if len(sources) > 1:
             errors.append(InputError(str(target), f"{len(sources)} wheels would be written "
                                      f"here: {', '.join(sources[:3])}"))
-        elif target.is_dir() and not dry_run:
-            errors.append(InputError(str(target), "cannot write: is a folder"))
+        elif not dry_run and (problem := destination_problem(target, inputs)) is not None:
+            errors.append(InputError(str(target), f"cannot write: {problem}",
+                                     hint="-w names the folder for the repaired wheels; give "
+                                     "another one" if "inputs" in problem else None))
     return errors
+
+
+def _identities(paths: Iterable[str]) -> set[tuple[int, int]]:
+    """(device, inode) of each input that exists (one that does not fails when opened)."""
+    found = set()
+    for path in paths:
+        with contextlib.suppress(OSError):
+            status = Path(path).stat()
+            found.add((status.st_dev, status.st_ino))
+    return found
 
 
 def _commit(staging: Staging, records: list[_WheelRecord], errors: list[ElfpatchError]) -> None:
@@ -222,7 +245,7 @@ def _commit(staging: Staging, records: list[_WheelRecord], errors: list[Elfpatch
     try:
         staging.commit()
     except OSError as error:
-        errors.append(InputError(str(error.filename or "output"),
+        errors.append(InputError(user_path(error, "output"),
                                  f"cannot write: {error.strerror or error}"))
     finally:
         committed = {str(path) for path in staging.committed}
@@ -268,7 +291,8 @@ class _WheelJob:
             self.result.errors.append(error)
         except OSError as error:
             self.result.status = STATUS_FAILED
-            self.result.errors.append(InputError(str(error.filename or self.scratch_dir),
+            self.result.errors.append(InputError(user_path(error, self.destination or
+                                                           self.scratch_dir),
                                                  f"cannot write: {error.strerror or error}"))
         finally:
             for scratch in self._scratch:
@@ -289,6 +313,12 @@ class _WheelJob:
         self.progress("looking for ELF members")
         members = [m for m in elf_members(archive) if elf_type(archive, m) not in _NOT_LOADED]
         _ensure_descriptors(len(members))
+        # The ELF members are inflated side by side (they are planned as one set),
+        # and the new wheel is about as large as this one.
+        self._require_space(sum(m.size for m in members)
+                            + (archive.size if self.destination else 0), "to inflate its "
+                            f"{len(members)} ELF members" + (" and write the new wheel"
+                                                             if self.destination else ""))
         inflated = self._inflate_all(archive, members, rows)
         planned = self._plan(archive, inflated, rows, record.name)
         if planned.errors:
@@ -370,9 +400,15 @@ class _WheelJob:
         self._stage(archive, outputs, record.name, new_record)
         self.result.status = STATUS_REPAIRED
 
+    def _require_space(self, needed: int, purpose: str) -> None:
+        require_space(self.scratch_dir, needed, str(self.wheel), purpose,
+                      hint="-w on a file system with more space (its scratch files go there)")
+
     def _patch_all(self, archive: ZipArchive, rows: dict[str, RecordEntry],
                    changed: dict[str, tuple[_Inflated, LibraryPlan]]) -> dict[str, _Spliced]:
         """Patch and splice every changed member, in two halves on two cores."""
+        self._require_space(sum(item.member.size for item, _plan in changed.values()),
+                            f"for the patched copies of {len(changed)} members")
         # Made here, before the halves fork; one file of fresh data per half, each
         # appended to by one process only.
         fresh = (self._new_scratch(), self._new_scratch())
