@@ -159,3 +159,26 @@ def test_dwarf_gives_the_declaring_file_and_line(validator: Any) -> None:
     # Without debug info, no related locations (and nothing invented).
     _code, stripped = sarif("--config", os.devnull, built_library(VARIANTS["default"]))
     assert all("relatedLocations" not in r for r in stripped["runs"][0]["results"])
+
+
+def test_debug_info_is_parsed_only_when_it_can_hold_a_wanted_address() -> None:
+    """The prefilter never hides a variable DWARF locates, and spares the parse when no
+    wanted address is written in .debug_info."""
+    from elfpatch.fixtures import build
+    from support.fixlib import LIBRARY
+
+    from elfpatch.analysis.dwarf import variable_declarations
+    from elfpatch.analysis.unique import scan_elf
+    from elfpatch.elf.file import ElfFile
+    from elfpatch.elf.symbols import read_dynsym
+
+    library = build.build_shared(LIBRARY, "libfixme", ["-O1", "-g"])
+    with ElfFile.open(str(library)) as elf:
+        scan = scan_elf(elf, str(library), None)
+        table = read_dynsym(elf)
+        assert table is not None
+        wanted = {(False, table.values[s.index]): s.name
+                  for s in scan.dynamic_unique_definitions if s.type != "TLS"}
+        found = variable_declarations(elf, wanted)
+        assert len(found) >= 8
+        assert variable_declarations(elf, {(False, 0x7E57AB1E5EED): "absent"}) == {}
