@@ -161,7 +161,8 @@ def test_dwarf_gives_the_declaring_file_and_line(validator: Any) -> None:
     assert all("relatedLocations" not in r for r in stripped["runs"][0]["results"])
 
 
-def test_debug_info_is_parsed_only_when_it_can_hold_a_wanted_address() -> None:
+def test_debug_info_is_parsed_only_when_it_can_hold_a_wanted_address(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """The prefilter never hides a variable DWARF locates, and spares the parse when no
     wanted address is written in .debug_info."""
     from elfpatch.fixtures import build
@@ -181,4 +182,12 @@ def test_debug_info_is_parsed_only_when_it_can_hold_a_wanted_address() -> None:
                   for s in scan.dynamic_unique_definitions if s.type != "TLS"}
         found = variable_declarations(elf, wanted)
         assert len(found) >= 8
+        import elftools.elf.elffile
+
+        def no_parse(*_args: object) -> None:
+            raise AssertionError("DWARF parsed although no wanted address is in it")
+
+        monkeypatch.setattr(elftools.elf.elffile, "ELFFile", no_parse)
         assert variable_declarations(elf, {(False, 0x7E57AB1E5EED): "absent"}) == {}
+        with pytest.raises(AssertionError):
+            variable_declarations(elf, wanted)
