@@ -147,7 +147,23 @@ def constructed_by(item: AnalysedInitializer) -> dict[str, None]:
     registered = {r.object for r in effects.atexit if r.object}
     built = set(effects.writes) | (registered & set(effects.passed))
     # In the order the code first touches them (a set's order would vary from run to run).
-    return {name: None for name, _written in effects.first_access if name in built}
+    # Code that reads a global before it writes it updates what is already there (a
+    # registration inserting into a container, a counter bumped): that is not
+    # building it, unless the same code registers its destructor (only the TU
+    # that defines an object does; a compiler may schedule a load of the object
+    # before its first store).  Inlined code of several TUs is another matter: its
+    # first touch may be another TU's read (``order_risks``).
+    return {name: None for name, written in effects.first_access
+            if name in built and (written or item.inline or name in registered)}
+
+
+def updated_by(item: AnalysedInitializer) -> dict[str, None]:
+    """Globals an initializer writes after reading them: a registration into a
+    container, a member store, a counter bumped."""
+    built = constructed_by(item)
+    writes = set(item.effects.writes)
+    return {name: None for name, _written in item.effects.first_access
+            if name in writes and name not in built}
 
 
 def constructors_of(initializers: Sequence[AnalysedInitializer]) -> dict[str, int]:
@@ -171,7 +187,8 @@ def order_risks(initializers: Sequence[AnalysedInitializer],
     risks = []
     for position, item in enumerate(initializers):
         own = constructed_by(item)
-        for symbol in item.effects.reads:
+        updated = updated_by(item)
+        for symbol in dict.fromkeys((*item.effects.reads, *updated)):
             if objects.is_lazy(symbol):
                 continue
             if symbol in own:
@@ -180,22 +197,34 @@ def order_risks(initializers: Sequence[AnalysedInitializer],
                 continue
             builder = built.get(symbol)
             if builder is None:
-                continue
+                continue  # built by no initializer: constant- or zero-initialized
             constructor = initializers[builder]
             if constructor.unit == item.unit:
                 continue
-            risks.append(_order_risk(item, constructor, symbol, builder > position, objects))
+            risks.append(_order_risk(item, constructor, symbol, builder > position, objects,
+                                     registers=symbol in updated))
     return risks
 
 
 def _order_risk(reader: AnalysedInitializer, constructor: AnalysedInitializer, symbol: str,
-                later: bool, objects: Objects) -> Risk:
+                later: bool, objects: Objects, registers: bool = False) -> Risk:
     name = objects.shown(symbol)
-    if later:
+    if later and registers:
+        severity, kind = SEVERITY_ERROR, KIND_INIT_ORDER
+        message = (f"{reader.unit} writes into {name} (a registration) before "
+                   f"{constructor.unit} constructs it, and the constructor then discards or "
+                   "corrupts what was written (static initialization order fiasco); make "
+                   "it a function-local static that registrations reach through a function")
+    elif later:
         severity, kind = SEVERITY_ERROR, KIND_INIT_ORDER
         message = (f"{reader.unit} reads {name} before {constructor.unit} constructs it "
                    "(static initialization order fiasco); make it constinit/constexpr or a "
                    "function-local static")
+    elif registers:
+        severity, kind = SEVERITY_WARNING, KIND_LINK_ORDER
+        message = (f"{reader.unit} writes into {name} (a registration), constructed by "
+                   f"{constructor.unit}: correct only because that initializer runs first "
+                   "(link order or init_priority)")
     else:
         severity, kind = SEVERITY_WARNING, KIND_LINK_ORDER
         message = (f"{reader.unit} reads {name}, constructed by {constructor.unit}: correct "
