@@ -165,7 +165,7 @@ def _placed(analysed: list[AnalysedInitializer], exit_code: dict[int, Effects],
     objects that the addresses it takes as pointers start (``summary.object_keys``),
     from every piece of code at once, so that each object has one key everywhere."""
     every = (*(item.effects for item in analysed), *exit_code.values(), *hooks)
-    keys = object_keys(key for effects in every for key in effects_keys(effects))
+    keys = object_keys(effects_keys(effects) for effects in every)
     if not keys:
         return analysed, exit_code, hooks
     return ([dataclasses.replace(item, effects=rekeyed(item.effects, keys))

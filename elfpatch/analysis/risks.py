@@ -157,6 +157,16 @@ def constructed_by(item: AnalysedInitializer) -> dict[str, None]:
             if name in built and (written or item.inline or name in registered)}
 
 
+def registered_destructors(item: AnalysedInitializer) -> set[str]:
+    """Globals whose destructor an initializer registers: objects of a class it builds.
+
+    In code of several TUs inlined into one (gcc -flto), a global read before
+    it is written is another TU's read before construction only for these: a
+    counter each registration bumps is read, then written, and built by no one.
+    """
+    return {r.object for r in item.effects.atexit if r.object}
+
+
 def updated_by(item: AnalysedInitializer) -> dict[str, None]:
     """Globals an initializer writes after reading them: a registration into a
     container, a member store, a counter bumped."""
@@ -192,7 +202,8 @@ def order_risks(initializers: Sequence[AnalysedInitializer],
             if objects.is_lazy(symbol):
                 continue
             if symbol in own:
-                if item.inline and item.effects.written_first(symbol) is False:
+                if item.inline and item.effects.written_first(symbol) is False \
+                        and symbol in registered_destructors(item):
                     risks.append(_inline_risk(item, symbol, objects))
                 continue
             builder = built.get(symbol)

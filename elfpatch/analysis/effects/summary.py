@@ -20,7 +20,7 @@ since that code may just as well construct the object.
 from __future__ import annotations
 
 import dataclasses
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -278,19 +278,47 @@ def settle(effects: Effects, use: PendingUse) -> Effects:
 MEMBER_REACH = 64
 
 
-def object_keys(keys: Iterable[str]) -> dict[str, str]:
+def object_keys(touched: Iterable[Iterable[str]]) -> dict[str, str]:
     """Bare addresses of a file without symbols (``@0x…``, ``^0x…``), each placed in an
-    object: the nearest address at or below it that the code takes as a pointer,
-    within ``MEMBER_REACH``, else its own.  Other keys are left out (unchanged)."""
-    marked = {key for key in keys if key[:1] in _MARKS}
-    anchors = sorted({int(key[1:], 16) for key in marked if key[0] == ANCHOR})
+    object.  ``touched``: the keys each piece of code (an initializer, a destructor)
+    touches.
+
+    An address belongs to the object starting at the nearest address at or below
+    it that code takes as a pointer (within ``MEMBER_REACH``) only if every piece
+    of code touching it also touches that object below it: a constructor writes
+    a string's pointer, size and buffer together; a counter that happens to lie
+    just past a string is bumped by code that never touches the string.  An
+    address left alone is an object of its own: splitting one object in two
+    can only repeat a finding, taking two for one invents them.  Other keys are
+    left out (unchanged).
+    """
+    marked = [{key for key in keys if key[:1] in _MARKS} for keys in touched]
+    anchors = sorted({int(key[1:], 16) for keys in marked for key in keys
+                      if key[0] == ANCHOR})
+    pieces = [sorted({int(key[1:], 16) for key in keys}) for keys in marked]
+    by_address: dict[int, list[list[int]]] = {}
+    for piece in pieces:
+        for address in piece:
+            by_address.setdefault(address, []).append(piece)
     placed = {}
-    for key in marked:
-        address = int(key[1:], 16)
-        k = bisect_right(anchors, address) - 1
-        start = anchors[k] if k >= 0 and address - anchors[k] < MEMBER_REACH else address
-        placed[key] = f"{start:#x}"
+    for keys in marked:
+        for key in keys:
+            if key in placed:
+                continue
+            address = int(key[1:], 16)
+            k = bisect_right(anchors, address) - 1
+            start = anchors[k] if k >= 0 and address - anchors[k] < MEMBER_REACH else address
+            if start != address and not all(_touches(piece, start, address)
+                                            for piece in by_address[address]):
+                start = address
+            placed[key] = f"{start:#x}"
     return placed
+
+
+def _touches(piece: list[int], low: int, high: int) -> bool:
+    """Whether the sorted addresses ``piece`` hold one in ``[low, high)``."""
+    k = bisect_left(piece, low)
+    return k < len(piece) and piece[k] < high
 
 
 # Keys of addresses in a file without symbols, before they are placed in objects:
