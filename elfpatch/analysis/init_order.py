@@ -128,6 +128,7 @@ def analyse_object_fully(elf: ElfFile, path: str, member: str | None = None,
     if analyzer.supported and len(entries) >= _PARALLEL_MINIMUM:
         analyzer.index.prepare()  # once, before the fork: both halves use it
     found = _shared_out(entries, lambda entry: _initializer_effects(analyzer, entry), alongside)
+    entries, found = _without_runtime(entries, found)
     analysed, named = _analysed(elf, entries, found, analyzer.index.data_label)
     exit_code = _exit_code(analyzer, analysed, alongside)
     hooks = _hook_code(elf, analyzer, analysed)
@@ -149,6 +150,22 @@ def analyse_object_fully(elf: ElfFile, path: str, member: str | None = None,
     return ObjectAnalysis(report, analysed, exit_code)
 
 
+# What only the C runtime's own entries call (crtstuff's frame_dummy and
+# register_tm_clones, crti's _init): they know no user global.
+_RUNTIME_CALLS = frozenset({"_ITM_registerTMCloneTable", "_ITM_deregisterTMCloneTable",
+                            "__gmon_start__"})
+
+
+def _without_runtime(entries: list[InitializerEntry], found: list[Effects | list[Part]],
+                     ) -> tuple[list[InitializerEntry], list[Effects | list[Part]]]:
+    """The C runtime's entries of a stripped file left out, as names leave them out of
+    an unstripped one (``ObjectInits.followed``): known by what they call."""
+    kept = [(entry, result) for entry, result in zip(entries, found, strict=True)
+            if entry.symbol is not None or not isinstance(result, Effects)
+            or not _RUNTIME_CALLS.intersection(result.external_calls)]
+    return [entry for entry, _ in kept], [result for _, result in kept]
+
+
 def _initializer_effects(analyzer: EffectsAnalyzer, entry: InitializerEntry,
                          ) -> Effects | list[Part]:
     """An initializer's effects, or a merged initializer's parts."""
@@ -165,7 +182,14 @@ def _placed(analysed: list[AnalysedInitializer], exit_code: dict[int, Effects],
     objects that the addresses it takes as pointers start (``summary.object_keys``),
     from every piece of code at once, so that each object has one key everywhere."""
     every = (*(item.effects for item in analysed), *exit_code.values(), *hooks)
-    keys = object_keys(effects_keys(effects) for effects in every)
+    # Each key alone too: code not in a function's summary (a merged initializer's own
+    # stretch) still has its addresses placed.
+    groups = [*(group for effects in every for group in effects.groups),
+              *((key,) for effects in every for key in effects_keys(effects))]
+    written = {key for effects in every
+               for key in (*effects.writes, *effects.passed, *(p[0] for p in effects.pending),
+                           *(r.object for r in effects.atexit if r.object))}
+    keys = object_keys(groups, written)
     if not keys:
         return analysed, exit_code, hooks
     return ([dataclasses.replace(item, effects=rekeyed(item.effects, keys))

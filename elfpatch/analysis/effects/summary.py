@@ -93,6 +93,9 @@ class Effects:
     # Objects built between __cxa_guard_acquire and __cxa_guard_release: function-local
     # statics, built on first use (known without a name, in a stripped file).
     lazy: tuple[str, ...] = ()
+    # In a file without symbols: the bare addresses (``@0x…``, ``^0x…``) each function
+    # followed touches, the evidence of which belong to one object (``object_keys``).
+    groups: tuple[tuple[str, ...], ...] = ()
 
     def written_first(self, symbol: str) -> bool | None:
         """Whether the first touch of ``symbol`` writes it (None: never touched)."""
@@ -241,11 +244,25 @@ class Collector:
             external.update(summary.external_calls)
             ios_init = ios_init or summary.ios_init
         touched = set(self.reads) | set(self.writes)
+        groups = (_bare_keys(self.summaries[address].events) for address in self.expanded)
         return Effects(tuple(self.writes), tuple(self.reads), tuple(calls), tuple(external),
                        tuple(self.atexit), ios_init, complete,
                        tuple(a for a in self.addresses if a not in touched),
                        tuple(self.passed), tuple(self.first.items()), tuple(stopped),
-                       tuple(self.hooks), tuple(self.pending), tuple(self.lazy))
+                       tuple(self.hooks), tuple(self.pending), tuple(self.lazy),
+                       tuple(group for group in groups if group))
+
+
+def _bare_keys(events: Iterable[Event]) -> tuple[str, ...]:
+    """The bare addresses one function's events name (none in a file with .symtab)."""
+    found: dict[str, None] = {}
+    for event in events:
+        subject = event[1]
+        if event[0] == ATEXIT:
+            subject = subject.object
+        if type(subject) is str and subject[:1] in _MARKS:
+            found[subject] = None
+    return tuple(found)
 
 
 def settle(effects: Effects, use: PendingUse) -> Effects:
@@ -276,23 +293,29 @@ def settle(effects: Effects, use: PendingUse) -> Effects:
 # How far past the nearest address the code takes as a pointer an access in a
 # file without symbols is taken to be a member of that object (std::map: 48 bytes).
 MEMBER_REACH = 64
+# How far a member only ever read, with nothing else to go by, is (a string's size
+# and buffer: 8 and 16).
+READ_MEMBER_REACH = 32
 
 
-def object_keys(touched: Iterable[Iterable[str]]) -> dict[str, str]:
+def object_keys(groups: Iterable[Iterable[str]], written: Iterable[str] = ()) -> dict[str, str]:
     """Bare addresses of a file without symbols (``@0x…``, ``^0x…``), each placed in an
-    object.  ``touched``: the keys each piece of code (an initializer, a destructor)
-    touches.
+    object.  ``groups``: the keys each function touches (``Effects.groups``).
 
     An address belongs to the object starting at the nearest address at or below
-    it that code takes as a pointer (within ``MEMBER_REACH``) only if every piece
-    of code touching it also touches that object below it: a constructor writes
-    a string's pointer, size and buffer together; a counter that happens to lie
-    just past a string is bumped by code that never touches the string.  An
-    address left alone is an object of its own: splitting one object in two
-    can only repeat a finding, taking two for one invents them.  Other keys are
-    left out (unchanged).
+    it that code takes as a pointer (within ``MEMBER_REACH``) only if some one
+    function touches both it and that object's start: a constructor writes a
+    string's pointer, size and buffer together, while a counter that happens to
+    lie just past a string is bumped by a function that never touches the
+    string.  An address no code writes (``written``: the keys any code writes
+    or builds) is read only, as a member read apart from the rest is (a string's
+    size at +8, its constructor being another library's code): it joins the
+    object within ``READ_MEMBER_REACH``.  Any other address is an object of its
+    own: splitting one object in two can only repeat a finding, taking two for
+    one invents them.  Other keys are left out (unchanged).
     """
-    marked = [{key for key in keys if key[:1] in _MARKS} for keys in touched]
+    changed = {int(key[1:], 16) for key in written if key[:1] in _MARKS}
+    marked = [{key for key in keys if key[:1] in _MARKS} for keys in groups]
     anchors = sorted({int(key[1:], 16) for keys in marked for key in keys
                       if key[0] == ANCHOR})
     pieces = [sorted({int(key[1:], 16) for key in keys}) for keys in marked]
@@ -308,17 +331,18 @@ def object_keys(touched: Iterable[Iterable[str]]) -> dict[str, str]:
             address = int(key[1:], 16)
             k = bisect_right(anchors, address) - 1
             start = anchors[k] if k >= 0 and address - anchors[k] < MEMBER_REACH else address
-            if start != address and not all(_touches(piece, start, address)
-                                            for piece in by_address[address]):
+            if start != address and not any(_touches(piece, start)
+                                            for piece in by_address[address]) \
+                    and (address in changed or address - start >= READ_MEMBER_REACH):
                 start = address
             placed[key] = f"{start:#x}"
     return placed
 
 
-def _touches(piece: list[int], low: int, high: int) -> bool:
-    """Whether the sorted addresses ``piece`` hold one in ``[low, high)``."""
-    k = bisect_left(piece, low)
-    return k < len(piece) and piece[k] < high
+def _touches(piece: list[int], address: int) -> bool:
+    """Whether the sorted addresses ``piece`` hold ``address``."""
+    k = bisect_left(piece, address)
+    return k < len(piece) and piece[k] == address
 
 
 # Keys of addresses in a file without symbols, before they are placed in objects:
@@ -358,4 +382,4 @@ def rekeyed(effects: Effects, keys: dict[str, str]) -> Effects:
         atexit=tuple(dataclasses.replace(r, object=keys.get(r.object, r.object))
                      if r.object else r for r in effects.atexit),
         pending=tuple((keys.get(p[0], p[0]), *p[1:]) for p in effects.pending),
-        lazy=each(effects.lazy))
+        lazy=each(effects.lazy), groups=())
