@@ -249,6 +249,22 @@ def _entry(kind: str, index: int, address: int | None, symbol: str | None,
         priority=init_priority(symbol))
 
 
+# The suffixes gcc gives the copies it makes (-flto's ".lto_priv.0", ".constprop.1").
+_CLONE_SUFFIX = re.compile(r"((?:\.[A-Za-z_]+\.\d+)+)$")
+
+
+def demangle_label(name: str) -> str:
+    """``name`` demangled, with a clone suffix the C++ runtime's demangler refuses on a
+    variable (``_ZL5label.lto_priv.0``) kept apart, as c++filt shows it on a function:
+    ``label [clone .lto_priv.0]``."""
+    shown = demangle(name)
+    suffix = _CLONE_SUFFIX.search(name) if shown == name else None
+    if suffix is None:
+        return shown
+    base = demangle(name[: suffix.start()])
+    return name if base == name[: suffix.start()] else f"{base} [clone {suffix.group(1)}]"
+
+
 def name_part(units: UnitFinder, position: int, address: int | None, symbol: str | None,
               constructs: Iterable[str]) -> InitializerPart:
     """A part of a merged initializer, placed in a translation unit where the binary
@@ -257,7 +273,7 @@ def name_part(units: UnitFinder, position: int, address: int | None, symbol: str
     # A function-local static (and any guard variable) is not what names a TU.
     first = next((s for s in constructs if not s.startswith(("_ZZ", "_ZGV"))), None)
     if unit is None and first is not None:
-        unit, source = f"the TU constructing {demangle(first)}", SOURCE_CONSTRUCTED
+        unit, source = f"the TU constructing {demangle_label(first)}", SOURCE_CONSTRUCTED
     return InitializerPart(position, address, symbol, demangle(symbol) if symbol else None,
                            unit, source)
 

@@ -35,7 +35,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from elfpatch.analysis.effects import AtExit, Effects
-from elfpatch.analysis.initializers import KIND_PREINIT, InitializerEntry, InitializerPart
+from elfpatch.analysis.initializers import (
+    KIND_PREINIT,
+    InitializerEntry,
+    InitializerPart,
+    demangle_label,
+)
 from elfpatch.demangle import demangle
 
 SEVERITY_ERROR = "error"
@@ -84,7 +89,7 @@ class Objects:
         return self.labels.get(key, key)
 
     def shown(self, key: str) -> str:
-        return demangle(self.label(key))
+        return demangle_label(self.label(key))
 
     @staticmethod
     def address(key: str) -> int | None:
@@ -114,7 +119,15 @@ class AnalysedInitializer:
     def unit(self) -> str:
         if self.part is not None:
             return self.part.translation_unit or f"part {self.part.position} of {self.label}"
-        return self.entry.translation_unit or self.label
+        if self.entry.translation_unit:
+            return self.entry.translation_unit
+        if self.entry.symbol or self.entry.address is None:
+            return self.label
+        # A stripped file: the TU by its initializer's slot and address, and where that
+        # is in a disassembly.
+        where = f", after {self.entry.nearest}" if self.entry.nearest else ""
+        return (f"the TU of {self.entry.kind}[{self.entry.index}] "
+                f"({self.entry.address:#x}{where})")
 
     @property
     def position(self) -> int | None:
@@ -298,7 +311,7 @@ def destructor_risks(initializers: Sequence[AnalysedInitializer],
             destructor = _destructor_name(registration)
             risks.append(Risk(
                 SEVERITY_WARNING, KIND_EXIT_DESTRUCTOR, item.label, target, item.label,
-                f"{item.unit} registers {destructor} for {demangle(target)} to run at exit; "
+                f"{item.unit} registers {destructor} for {demangle_label(target)} to run at exit; "
                 "anything using it after that (other destructors, detached threads) reads a "
                 "destroyed object; never destroying it avoids that",
                 reader_part=item.position, constructed_by_part=item.position,
