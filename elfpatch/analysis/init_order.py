@@ -247,9 +247,10 @@ def _analysed(elf: ElfFile, entries: list[InitializerEntry],
     analysed: list[AnalysedInitializer] = []
     named: dict[InitializerEntry, InitializerEntry] = {}
     units: UnitFinder | None = None
+    lone = _may_be_merged(entries)
     for entry, result in zip(entries, found, strict=True):
         if isinstance(result, Effects):
-            items = [AnalysedInitializer(entry, result)]
+            items = [AnalysedInitializer(entry, result, inline=lone)]
         else:
             units = units or UnitFinder(elf)
             items = _parts(units, entry, result, label)
@@ -260,6 +261,15 @@ def _analysed(elf: ElfFile, entries: list[InitializerEntry],
             named[entry] = dataclasses.replace(entry, registers_destructor=registers,
                                                parts=parts)
     return analysed, named
+
+
+def _may_be_merged(entries: list[InitializerEntry]) -> bool:
+    """A stripped object's one initializer may be gcc -flto's merge of every TU's
+    (``_sub_I_65535_0.0``, known by name only): its code is then read as code of
+    several TUs in program order, as an unstripped merge's inlined part is.  In a
+    single TU, reading a global before the code after it constructs it is the
+    same fiasco."""
+    return len(entries) == 1 and entries[0].symbol is None
 
 
 def _parts(units: UnitFinder, entry: InitializerEntry, parts: list[Part],
