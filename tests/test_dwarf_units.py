@@ -1,0 +1,58 @@
+"""Translation-unit names from the compile units' top entries alone (``analysis/dwarf.py``).
+
+The reader decodes each compile unit's header and first entry and skips the
+rest; pyelftools, which builds the whole DWARF context, is the oracle: the
+same (low, high, name) ranges for DWARF 4 and 5, with and without
+``-ffunction-sections`` (ranges in ``.debug_ranges``/``.debug_rnglists``),
+-flto, and aarch64.  A corrupt ``.debug_info`` costs the names, never an error.
+"""
+
+from __future__ import annotations
+
+import pytest
+from support.inits import toolchain
+
+from elfpatch.analysis import dwarf
+from elfpatch.elf.file import ElfFile
+from elfpatch.fixtures import build
+
+SOURCES = {
+    "a.cpp": "#include <string>\nstd::string a_name(40, 'a');\nint f(int x) { return x + 1; }\n",
+    "b.cpp": ("#include <map>\n#include <string>\nextern std::string a_name;\n"
+              "std::map<std::string, int> table = {{a_name, 1}};\n"
+              "int main() { return (int)table.size(); }\n"),
+}
+FLAGS = {
+    "dwarf5": ("-O2", "-g"),
+    "dwarf4": ("-O2", "-gdwarf-4"),
+    "dwarf5-sections": ("-O2", "-g", "-ffunction-sections"),
+    "dwarf4-sections": ("-O2", "-gdwarf-4", "-ffunction-sections"),
+    "O0": ("-O0", "-g"),
+    "lto": ("-O2", "-g", "-flto"),
+}
+
+
+@pytest.mark.parametrize("machine", ["x86_64", "aarch64"])
+@pytest.mark.parametrize("variant", sorted(FLAGS))
+def test_the_same_ranges_as_pyelftools(machine: str, variant: str) -> None:
+    program = build.build_executable(SOURCES, f"dwarf_units_{variant}", FLAGS[variant],
+                                     toolchain=toolchain(machine))
+    with ElfFile.open(program) as elf:
+        found = sorted(dwarf.compile_unit_ranges(elf))
+        assert found == sorted(dwarf._through_pyelftools(elf))
+    names = {name for _low, _high, name in found}
+    if variant != "lto":  # -flto adds "<artificial>" units for the merged code
+        assert names == {"a.cpp", "b.cpp"}, names
+
+
+def test_corrupt_debug_info_costs_only_the_names() -> None:
+    program = build.build_executable(SOURCES, "dwarf_units_dwarf5", FLAGS["dwarf5"],
+                                     toolchain=toolchain("x86_64"))
+    data = bytearray(program.read_bytes())
+    with ElfFile.open(program) as elf:
+        info = elf.section_by_name(".debug_info")
+        assert info is not None
+    for at in range(info.offset, info.offset + min(info.size, 64)):
+        data[at] ^= 0xFF
+    with ElfFile(bytes(data), "corrupt") as elf:
+        assert isinstance(dwarf.compile_unit_ranges(elf), list)
