@@ -10,11 +10,11 @@ same (low, high, name) ranges for DWARF 4 and 5, with and without
 from __future__ import annotations
 
 import pytest
+from elfpatch.fixtures import build
 from support.inits import toolchain
 
 from elfpatch.analysis import dwarf
 from elfpatch.elf.file import ElfFile
-from elfpatch.fixtures import build
 
 SOURCES = {
     "a.cpp": "#include <string>\nstd::string a_name(40, 'a');\nint f(int x) { return x + 1; }\n",
