@@ -14,7 +14,9 @@ from elfpatch.fixtures import build
 from support.inits import toolchain
 
 from elfpatch.analysis import dwarf
+from elfpatch.elf import constants as C
 from elfpatch.elf.file import ElfFile
+from elfpatch.elf.symbols import read_symtab
 
 SOURCES = {
     "a.cpp": "#include <string>\nstd::string a_name(40, 'a');\nint f(int x) { return x + 1; }\n",
@@ -56,3 +58,24 @@ def test_corrupt_debug_info_costs_only_the_names() -> None:
         data[at] ^= 0xFF
     with ElfFile(bytes(data), "corrupt") as elf:
         assert isinstance(dwarf.compile_unit_ranges(elf), list)
+
+
+@pytest.mark.parametrize("variant", sorted(FLAGS))
+def test_units_of_addresses_as_the_ranges_say(variant: str) -> None:
+    """``units_of`` (through .debug_aranges, decoding only the units it names) names each
+    function's unit as the first compile unit whose pyelftools ranges cover it."""
+    program = build.build_executable(SOURCES, f"dwarf_units_{variant}", FLAGS[variant],
+                                     toolchain=toolchain("x86_64"))
+    with ElfFile.open(program) as elf:
+        symtab = read_symtab(elf)
+        assert symtab is not None
+        functions = sorted({symtab.values[i] for i in range(symtab.count)
+                            if symtab.symbol_type(i) == C.STT_FUNC and symtab.values[i]})
+        ranges = dwarf._through_pyelftools(elf)
+        expected = {}
+        for address in functions:
+            name = next((n for low, high, n in ranges if low <= address < high), None)
+            if name is not None:
+                expected[address] = name
+        assert expected
+        assert dwarf.units_of(elf, functions) == expected

@@ -12,7 +12,8 @@ they point.  Compressed debug sections are read through pyelftools.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterable, Iterator
 
 from elfpatch.elf.file import ElfFile
 
@@ -51,6 +52,76 @@ def compile_unit_ranges(elf: ElfFile) -> list[tuple[int, int, str]]:
         return list(reader.ranges())
     except (_Unreadable, IndexError, KeyError, ValueError, UnicodeError):
         return []  # unreadable debug info only costs the DWARF names
+
+
+def units_of(elf: ElfFile, addresses: Iterable[int]) -> dict[int, str]:
+    """The compile unit's name of each of ``addresses`` that one covers (the first unit
+    in the file's order that does, as ``compile_unit_ranges`` lists them).
+
+    With ``.debug_aranges`` (gcc writes it), only the units that cover one of
+    ``addresses`` are decoded; without, every unit's ranges are."""
+    wanted = sorted(set(addresses))
+    sections = {s.name: s for s in elf.sections if s.name.startswith(".debug_")}
+    aranges = sections.get(".debug_aranges")
+    found: dict[int, str] = {}
+    if aranges is None or ".debug_info" not in sections \
+            or any(s.flags & SHF_COMPRESSED for s in sections.values()):
+        _first_cover(compile_unit_ranges(elf), wanted, found)
+        return found
+    reader = _Reader(elf, sections)
+    try:
+        units = _covering_units(reader, elf.bytes_at(aranges.offset, aranges.size,
+                                                     ".debug_aranges"), wanted)
+        for offset, covered in units.items():
+            name = reader.name_at(offset)
+            if name is not None:
+                found.update(dict.fromkeys(covered, name))
+    except (_Unreadable, IndexError, KeyError, ValueError, UnicodeError):
+        return {}
+    return found
+
+
+def _first_cover(ranges: list[tuple[int, int, str]], wanted: list[int],
+                 found: dict[int, str]) -> None:
+    for low, high, name in ranges:
+        k = bisect_left(wanted, low)
+        while k < len(wanted) and wanted[k] < high:
+            found.setdefault(wanted[k], name)
+            k += 1
+
+
+def _covering_units(reader: _Reader, data: memoryview, wanted: list[int],
+                    ) -> dict[int, list[int]]:
+    """.debug_info offset of the first unit covering each wanted address -> those addresses."""
+    owner: dict[int, int] = {}
+    at = 0
+    while at + 16 <= len(data) and len(owner) < len(wanted):
+        length = reader.word(data, at, 4)
+        offset_size, header = (8, at + 12) if length == 0xFFFFFFFF else (4, at + 4)
+        if offset_size == 8:
+            length = reader.word(data, at + 4, 8)
+        end = header + length
+        info = reader.word(data, header + 2, offset_size)
+        size = data[header + 2 + offset_size]
+        if size not in (4, 8) or end > len(data):
+            raise _Unreadable
+        tuples = header + 4 + offset_size
+        tuples += -tuples % (2 * size)  # aligned to a pair of addresses
+        pairs = data[tuples : end - (end - tuples) % (2 * size)].cast("Q" if size == 8 else "I")
+        if not reader.little:
+            raise _Unreadable  # not read on big-endian files: the caller does without
+        lows, spans = pairs[0::2], pairs[1::2]
+        order = sorted(range(len(spans)), key=lows.__getitem__)  # one unit's: disjoint
+        starts = [lows[k] for k in order]
+        for address in wanted:
+            k = bisect_right(starts, address) - 1
+            if k >= 0 and address < starts[k] + spans[order[k]]:
+                owner.setdefault(address, info)
+        at = end
+    units: dict[int, list[int]] = {}
+    for address, info in owner.items():
+        units.setdefault(info, []).append(address)
+    return units
 
 
 class _Reader:
@@ -104,14 +175,35 @@ class _Reader:
             yield from self.unit(header, offset_size)
             at = end
 
+    def name_at(self, offset: int) -> str | None:
+        """The name of the unit whose header is at ``offset`` in .debug_info."""
+        length = self.word(self.info, offset, 4)
+        top = self.top_entry(offset + 12, 8) if length == 0xFFFFFFFF \
+            else self.top_entry(offset + 4, 4)
+        if top is None:
+            return None
+        unit, values = top
+        return unit.name(values.get(_NAME), values)
+
     def unit(self, at: int, offset_size: int) -> Iterator[tuple[int, int, str]]:
+        top = self.top_entry(at, offset_size)
+        if top is None:
+            return
+        unit, values = top
+        name = unit.name(values.get(_NAME), values)
+        if name:
+            yield from ((low, high, name) for low, high in unit.code_ranges(values))
+
+    def top_entry(self, at: int, offset_size: int,
+                  ) -> tuple[_Unit, dict[int, tuple[int, int | bytes]]] | None:
+        """The unit's decoder and its top entry's attributes (None: not a compile unit)."""
         version = self.word(self.info, at, 2)
         if version >= 5:
             unit_type, address_size = self.info[at + 2], self.info[at + 3]
             abbrev_offset = self.word(self.info, at + 4, offset_size)
             at += 4 + offset_size
             if unit_type not in _UNIT_TYPES:
-                return
+                return None
         elif version >= 2:
             abbrev_offset = self.word(self.info, at + 2, offset_size)
             address_size = self.info[at + 2 + offset_size]
@@ -126,9 +218,7 @@ class _Reader:
             value, at = unit.value(at, form, constant)
             if attribute in _WANTED:
                 values[attribute] = (form, value)
-        name = unit.name(values.get(_NAME), values)
-        if name:
-            yield from ((low, high, name) for low, high in unit.code_ranges(values))
+        return unit, values
 
     def abbreviation(self, offset: int, code: int) -> list[tuple[int, int, int]]:
         """(attribute, form, implicit constant) of abbreviation ``code`` at ``offset``."""

@@ -274,6 +274,7 @@ def _may_be_merged(entries: list[InitializerEntry]) -> bool:
 
 def _parts(units: UnitFinder, entry: InitializerEntry, parts: list[Part],
            label: Callable[[str], str]) -> list[AnalysedInitializer]:
+    units.prime(part.address for part in parts if part.address is not None)
     items = []
     for position, part in enumerate(parts, 1):
         item = AnalysedInitializer(entry, part.effects)

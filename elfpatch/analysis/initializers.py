@@ -210,24 +210,29 @@ class UnitFinder:
 
     def __init__(self, elf: ElfFile) -> None:
         self.elf = elf
-        self._ranges: list[tuple[int, int, str]] | None = None
+        self._debug = elf.section_by_name(".debug_info") is not None
+        self._known: dict[int, str | None] = {}
+
+    def prime(self, addresses: Iterable[int]) -> None:
+        """Look up many addresses at once (one pass over the debug information)."""
+        wanted = [a for a in addresses if a not in self._known]
+        if not wanted:
+            return
+        found = _units_of(self.elf, wanted) if self._debug else {}
+        for address in wanted:
+            self._known[address] = found.get(address)
 
     def unit(self, address: int) -> str | None:
-        if self._ranges is None:
-            self._ranges = _compile_unit_ranges(self.elf)
-        for low, high, name in self._ranges:
-            if low <= address < high:
-                # Link-time optimised code: one artificial unit for all the TUs.
-                return name if name != _ARTIFICIAL_UNIT else None
-        return None
+        self.prime([address])
+        name = self._known[address]
+        # Link-time optimised code: one artificial unit for all the TUs.
+        return name if name != _ARTIFICIAL_UNIT else None
 
 
-def _compile_unit_ranges(elf: ElfFile) -> list[tuple[int, int, str]]:
-    if elf.section_by_name(".debug_info") is None:
-        return []
-    from elfpatch.analysis.dwarf import compile_unit_ranges
+def _units_of(elf: ElfFile, addresses: list[int]) -> dict[int, str]:
+    from elfpatch.analysis.dwarf import units_of
 
-    return compile_unit_ranges(elf)
+    return units_of(elf, addresses)
 
 
 def _translation_unit(address: int | None, symbol: str | None, units: UnitFinder,
@@ -344,6 +349,7 @@ def list_initializers(elf: ElfFile, path: str, member: str | None = None) -> Obj
     namer = SymbolNamer(elf)
     names = namer.names(addresses)
     units = UnitFinder(elf)
+    units.prime(addresses)
 
     def from_slots(kind: str, reverse: bool = False) -> list[InitializerEntry]:
         group = slots.get(kind, [])
