@@ -168,7 +168,7 @@ def test_debug_info_is_parsed_only_when_it_can_hold_a_wanted_address(
     from elfpatch.fixtures import build
     from support.fixlib import LIBRARY
 
-    from elfpatch.analysis.dwarf import variable_declarations
+    from elfpatch.analysis.dwarf_variables import variable_declarations
     from elfpatch.analysis.unique import scan_elf
     from elfpatch.elf.file import ElfFile
     from elfpatch.elf.symbols import read_dynsym

@@ -172,7 +172,8 @@ def effects_of(path: Path, **budget: int) -> dict[str, Effects]:
     with ElfFile.open(path) as elf:
         listing = list_initializers(elf, str(path))
         analyzer = EffectsAnalyzer(elf)
-        return {e.symbol or hex(e.address or 0): analyzer.effects(e.address or 0, **budget)
+        return {e.symbol or hex(e.address or 0):
+                analyzer.labelled(analyzer.effects(e.address or 0, **budget))
                 for e in listing.followed}
 
 

@@ -44,6 +44,7 @@ from elfpatch.analysis.effects.summary import (
     ADDRESS,
     ATEXIT,
     CALL,
+    GUARD,
     HOOK,
     PASS,
     PASS_FOREIGN,
@@ -123,7 +124,7 @@ class Unrecorded(AssertionError):
 class ReplayIndex:
     """``AddressIndex`` answering from a row: every question must have been recorded."""
 
-    has_local_symbols = True
+    has_local_symbols = knows_functions = True
 
     def __init__(self, row: Row) -> None:
         self.row = row
@@ -140,6 +141,11 @@ class ReplayIndex:
 
     def data_symbol(self, address: int) -> str | None:
         return self._answer(self.row.data, address, "data symbol")
+
+    def data_key(self, address: int, anchor: bool = False) -> str | None:
+        """The corpus pins objects by name: a row's file has .symtab, and the name
+        stands for the object (``AddressIndex.data_key`` keys it by address)."""
+        return self.data_symbol(address)
 
     def got_entry(self, slot: int) -> GotEntry | None:
         fields = self._answer(self.row.got, slot, "GOT slot")
@@ -244,6 +250,8 @@ def rendered(summary: FunctionSummary) -> tuple[str, ...]:
             lines.append(f"{_KINDS[kind]} {subject} to {where} as {position}")
         elif kind in (CALL, HOOK):
             lines.append(f"{_KINDS[kind]} {subject:#x}")
+        elif kind == GUARD:
+            lines.append("guard taken" if subject else "guard given back")
         else:
             lines.append(f"{_KINDS[kind]} {subject}")
     lines += [f"calls {name}" for name in summary.calls]
@@ -543,9 +551,11 @@ CORPUS: tuple[Row, ...] = (
             'read _ZZ8instancevE5value',
             'address first',
             'write first',
+            'guard taken',
             'pass _ZGVZ8instancevE5value to code not followed as 0',
             'address _ZZ8instancevE5value',
             'write _ZZ8instancevE5value',
+            'guard given back',
             'pass _ZGVZ8instancevE5value to code not followed as 0',
             'follow 0x1090',
             'calls _GLOBAL__sub_I_guard.cpp.cold',
@@ -931,12 +941,15 @@ CORPUS: tuple[Row, ...] = (
             'address first',
             'read _ZZ8instancevE5value',
             'write first',
+            'guard taken',
             'pass _ZGVZ8instancevE5value to code not followed as 0',
             'address _ZZ8instancevE5value',
             'address _ZGVZ8instancevE5value',
             'write _ZZ8instancevE5value',
+            'guard given back',
             'pass _ZGVZ8instancevE5value to code not followed as 0',
             'address _ZGVZ8instancevE5value',
+            'guard given back',
             'pass _ZGVZ8instancevE5value to code not followed as 0',
             'calls external __cxa_guard_acquire',
             'calls external _Z7computev',
@@ -1230,7 +1243,7 @@ def test_compiled_snippet(machine: str, snippet: str) -> None:
 class RecordingIndex:
     """A real ``AddressIndex`` whose answers about addresses are written down."""
 
-    has_local_symbols = True
+    has_local_symbols = knows_functions = True
 
     def __init__(self, index: Any, start: int, size: int) -> None:
         self.index, self.start, self.size = index, start, size
@@ -1245,6 +1258,9 @@ class RecordingIndex:
     def data_symbol(self, address: int) -> str | None:
         found = self.data[address] = self.index.data_symbol(address)
         return found
+
+    def data_key(self, address: int, anchor: bool = False) -> str | None:
+        return self.data_symbol(address)
 
     def got_entry(self, slot: int) -> GotEntry | None:
         found = self.index.got_entry(slot)

@@ -74,8 +74,8 @@ def test_the_walk_sees_the_address_taken(tmp_path: Path) -> None:
     with ElfFile.open(path) as elf:
         entries = {e.translation_unit: e for e in list_initializers(elf, str(path)).followed}
         analyzer = EffectsAnalyzer(elf)
-        early = analyzer.effects(entries["early.cpp"].address or 0)
-        reader = analyzer.effects(entries["reader.cpp"].address or 0)
+        early = analyzer.labelled(analyzer.effects(entries["early.cpp"].address or 0))
+        reader = analyzer.labelled(analyzer.effects(entries["reader.cpp"].address or 0))
     assert LATE_NAME not in early.reads and LATE_NAME in early.addresses
     assert LATE_NAME in reader.reads
 

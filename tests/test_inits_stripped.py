@@ -44,3 +44,39 @@ def test_unnamed_entries_say_where_they_are(stripped: Path) -> None:
     text = invoke("inits", str(stripped)).stdout
     assert "(unnamed)" not in text
     assert "(no symbol names it; after exported_" in text
+
+
+# -- findings by address: a stripped build says what its unstripped build says --------------
+NOT_LTO_SCENARIOS = ["siof", "destruction_order", "exit_use_after_free", "constant_init",
+                     "address_only", "cross_object_init_order",
+                     "registration"]
+
+
+def _findings(path: Path) -> list[tuple]:
+    """What identifies each risk of ``inits --json``, whatever names the file keeps."""
+    (record,) = json.loads(invoke("inits", "--json", str(path)).stdout)["files"]
+    return sorted(((r["severity"], r["kind"], r.get("object_address"),
+                    r["object"] if r.get("object_address") is None else None,
+                    r.get("reader_address"), r.get("constructed_by_address"))
+                   for r in record["risks"]), key=repr)
+
+
+@pytest.mark.parametrize("name", NOT_LTO_SCENARIOS)
+def test_strip_unneeded_keeps_every_finding(name: str, tmp_path: Path) -> None:
+    """Every output of the scenario (programs and libraries, -O1 to -O2, without -flto):
+    the same risks, by address, before and after ``strip --strip-unneeded``."""
+    strip = shutil.which("strip")
+    if strip is None:
+        pytest.skip("strip is not installed (apt-get install binutils)")
+    built = build.build_scenario(name)
+    compared = 0
+    for output in built.outputs():
+        if "lto" in output.name:
+            continue
+        copy = tmp_path / output.name
+        shutil.copy(output, copy)
+        subprocess.run([strip, "--strip-unneeded", str(copy)], check=True)
+        original = _findings(output)
+        assert _findings(copy) == original, output.name
+        compared += bool(original)
+    assert compared  # some output of every scenario has findings to keep

@@ -168,7 +168,7 @@ def facts_of(elf: ElfFile, source: ElfSource, need_effects: bool,
 
 
 def _declarations(elf: ElfFile, scan: FileScan) -> tuple[tuple[str, str, int], ...]:
-    from elfpatch.analysis.dwarf import variable_declarations
+    from elfpatch.analysis.dwarf_variables import variable_declarations
     from elfpatch.elf.symbols import read_dynsym
 
     definitions = scan.dynamic_unique_definitions

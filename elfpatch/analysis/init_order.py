@@ -12,7 +12,7 @@ from typing import TypeVar
 
 from elfpatch.alongside import Alongside, in_turn
 from elfpatch.analysis.effects import Effects, EffectsAnalyzer, Part
-from elfpatch.analysis.effects.summary import settle
+from elfpatch.analysis.effects.summary import effects_keys, object_keys, rekeyed, settle
 from elfpatch.analysis.initializers import (
     InitializerEntry,
     ObjectInits,
@@ -24,11 +24,12 @@ from elfpatch.analysis.initializers import (
 from elfpatch.analysis.linkage import has_internal_linkage
 from elfpatch.analysis.risks import (
     AnalysedInitializer,
+    Objects,
     Risk,
     constructed_by,
     destruction_order_risks,
     destructor_risks,
-    is_lazily_initialised,
+    lazy_objects,
     order_risks,
     read_at_exit,
     registrations,
@@ -127,21 +128,42 @@ def analyse_object_fully(elf: ElfFile, path: str, member: str | None = None,
     if analyzer.supported and len(entries) >= _PARALLEL_MINIMUM:
         analyzer.index.prepare()  # once, before the fork: both halves use it
     found = _shared_out(entries, lambda entry: _initializer_effects(analyzer, entry), alongside)
-    analysed, named = _analysed(elf, entries, found)
+    entries, found = _without_runtime(entries, found)
+    analysed, named = _analysed(elf, entries, found, analyzer.index.data_label)
     exit_code = _exit_code(analyzer, analysed, alongside)
     hooks = _hook_code(elf, analyzer, analysed)
+    analysed, exit_code, hooks = _placed(analysed, exit_code, hooks)
+    objects = _objects(analyzer, analysed, exit_code, hooks)
     analysed, exit_code, hooks = _settled(analyzer, analysed, exit_code, hooks,
                                           exported_definitions(elf) if in_closure
-                                          else frozenset())
+                                          else frozenset(), objects)
+    objects = _objects(analyzer, analysed, exit_code, hooks)
     read = read_at_exit(analysed, exit_code, hooks)
     initializers = tuple(named.get(e, e) for e in listing.initializers)
-    risks = order_risks(analysed) + destruction_order_risks(analysed, exit_code) \
-        + destructor_risks(analysed, read)
+    risks = order_risks(analysed, objects) \
+        + destruction_order_risks(analysed, exit_code, objects) \
+        + destructor_risks(analysed, read, objects)
     report = ObjectReport(path, member, listing.machine, listing.elf_type, soname,
                           initializers, listing.finalizers, tuple(risks),
                           all(item.effects.complete for item in analysed),
                           _coverage(analysed, exit_code))
     return ObjectAnalysis(report, analysed, exit_code)
+
+
+# What only the C runtime's own entries call (crtstuff's frame_dummy and
+# register_tm_clones, crti's _init): they know no user global.
+_RUNTIME_CALLS = frozenset({"_ITM_registerTMCloneTable", "_ITM_deregisterTMCloneTable",
+                            "__gmon_start__"})
+
+
+def _without_runtime(entries: list[InitializerEntry], found: list[Effects | list[Part]],
+                     ) -> tuple[list[InitializerEntry], list[Effects | list[Part]]]:
+    """The C runtime's entries of a stripped file left out, as names leave them out of
+    an unstripped one (``ObjectInits.followed``): known by what they call."""
+    kept = [(entry, result) for entry, result in zip(entries, found, strict=True)
+            if entry.symbol is not None or not isinstance(result, Effects)
+            or not _RUNTIME_CALLS.intersection(result.external_calls)]
+    return [entry for entry, _ in kept], [result for _, result in kept]
 
 
 def _initializer_effects(analyzer: EffectsAnalyzer, entry: InitializerEntry,
@@ -153,8 +175,42 @@ def _initializer_effects(analyzer: EffectsAnalyzer, entry: InitializerEntry,
     return analyzer.effects(entry.address, settle=False)
 
 
+def _placed(analysed: list[AnalysedInitializer], exit_code: dict[int, Effects],
+            hooks: list[Effects],
+            ) -> tuple[list[AnalysedInitializer], dict[int, Effects], list[Effects]]:
+    """In a file without symbols, the bare addresses the code touches placed in the
+    objects that the addresses it takes as pointers start (``summary.object_keys``),
+    from every piece of code at once, so that each object has one key everywhere."""
+    every = (*(item.effects for item in analysed), *exit_code.values(), *hooks)
+    # Each key alone too: code not in a function's summary (a merged initializer's own
+    # stretch) still has its addresses placed.
+    groups = [*(group for effects in every for group in effects.groups),
+              *((key,) for effects in every for key in effects_keys(effects))]
+    written = {key for effects in every
+               for key in (*effects.writes, *effects.passed, *(p[0] for p in effects.pending),
+                           *(r.object for r in effects.atexit if r.object))}
+    keys = object_keys(groups, written)
+    if not keys:
+        return analysed, exit_code, hooks
+    return ([dataclasses.replace(item, effects=rekeyed(item.effects, keys))
+             for item in analysed],
+            {address: rekeyed(effects, keys) for address, effects in exit_code.items()},
+            [rekeyed(effects, keys) for effects in hooks])
+
+
+def _objects(analyzer: EffectsAnalyzer, analysed: list[AnalysedInitializer],
+             exit_code: dict[int, Effects], hooks: list[Effects]) -> Objects:
+    """Labels of the globals known by address, and those built on first use."""
+    every = [*(item.effects for item in analysed), *exit_code.values(), *hooks]
+    by_address = {key for effects in every for key in effects_keys(effects)
+                  if key.startswith("0x")}
+    return Objects({key: analyzer.index.data_label(key) for key in by_address},
+                   lazy_objects(every))
+
+
 def _settled(analyzer: EffectsAnalyzer, analysed: list[AnalysedInitializer],
              exit_code: dict[int, Effects], hooks: list[Effects], exported: frozenset[str],
+             objects: Objects,
              ) -> tuple[list[AnalysedInitializer], dict[int, Effects], list[Effects]]:
     """Work out what a function does with a global's address passed to it only where
     that can matter: a global that more than one initializer (or destructor, or
@@ -171,7 +227,7 @@ def _settled(analyzer: EffectsAnalyzer, analysed: list[AnalysedInitializer],
                         *registered})
         built.update(effects.writes, registered, (p[0] for p in effects.pending if p[2] <= 0))
     worth = {s for s, n in touched.items() if n > 1 and s in built
-             and not is_lazily_initialised(s) and not has_internal_linkage(s)}
+             and not objects.is_lazy(s) and not has_internal_linkage(s)}
     worth.update(s for s in exported if s in touched)
 
     def use(symbol: str, function: int, position: int, foreign: bool) -> int | None:
@@ -184,19 +240,20 @@ def _settled(analyzer: EffectsAnalyzer, analysed: list[AnalysedInitializer],
             [settle(effects, use) for effects in hooks])
 
 def _analysed(elf: ElfFile, entries: list[InitializerEntry],
-              found: list[Effects | list[Part]],
+              found: list[Effects | list[Part]], label: Callable[[str], str],
               ) -> tuple[list[AnalysedInitializer], dict[InitializerEntry, InitializerEntry]]:
     """The initializers in run order, merged ones expanded into their parts; and each
     entry as listed once its registrations and parts are known."""
     analysed: list[AnalysedInitializer] = []
     named: dict[InitializerEntry, InitializerEntry] = {}
     units: UnitFinder | None = None
+    lone = _may_be_merged(entries)
     for entry, result in zip(entries, found, strict=True):
         if isinstance(result, Effects):
-            items = [AnalysedInitializer(entry, result)]
+            items = [AnalysedInitializer(entry, result, inline=lone)]
         else:
             units = units or UnitFinder(elf)
-            items = _parts(units, entry, result)
+            items = _parts(units, entry, result, label)
         analysed += items
         registers = any(item.effects.atexit for item in items)
         parts = tuple(item.part for item in items if item.part is not None)
@@ -206,13 +263,23 @@ def _analysed(elf: ElfFile, entries: list[InitializerEntry],
     return analysed, named
 
 
-def _parts(units: UnitFinder, entry: InitializerEntry,
-           parts: list[Part]) -> list[AnalysedInitializer]:
+def _may_be_merged(entries: list[InitializerEntry]) -> bool:
+    """A stripped object's one initializer may be gcc -flto's merge of every TU's
+    (``_sub_I_65535_0.0``, known by name only): its code is then read as code of
+    several TUs in program order, as an unstripped merge's inlined part is.  In a
+    single TU, reading a global before the code after it constructs it is the
+    same fiasco."""
+    return len(entries) == 1 and entries[0].symbol is None
+
+
+def _parts(units: UnitFinder, entry: InitializerEntry, parts: list[Part],
+           label: Callable[[str], str]) -> list[AnalysedInitializer]:
+    units.prime(part.address for part in parts if part.address is not None)
     items = []
     for position, part in enumerate(parts, 1):
         item = AnalysedInitializer(entry, part.effects)
         # Inlined code may hold several TUs' initializers: no one TU names it.
-        built = () if part.inline else constructed_by(item)
+        built = () if part.inline else map(label, constructed_by(item))
         named = name_part(units, position, part.address, part.symbol, built)
         items.append(AnalysedInitializer(entry, part.effects, named, part.inline))
     return items

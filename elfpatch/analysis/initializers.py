@@ -210,24 +210,29 @@ class UnitFinder:
 
     def __init__(self, elf: ElfFile) -> None:
         self.elf = elf
-        self._ranges: list[tuple[int, int, str]] | None = None
+        self._debug = elf.section_by_name(".debug_info") is not None
+        self._known: dict[int, str | None] = {}
+
+    def prime(self, addresses: Iterable[int]) -> None:
+        """Look up many addresses at once (one pass over the debug information)."""
+        wanted = [a for a in addresses if a not in self._known]
+        if not wanted:
+            return
+        found = _units_of(self.elf, wanted) if self._debug else {}
+        for address in wanted:
+            self._known[address] = found.get(address)
 
     def unit(self, address: int) -> str | None:
-        if self._ranges is None:
-            self._ranges = _compile_unit_ranges(self.elf)
-        for low, high, name in self._ranges:
-            if low <= address < high:
-                # Link-time optimised code: one artificial unit for all the TUs.
-                return name if name != _ARTIFICIAL_UNIT else None
-        return None
+        self.prime([address])
+        name = self._known[address]
+        # Link-time optimised code: one artificial unit for all the TUs.
+        return name if name != _ARTIFICIAL_UNIT else None
 
 
-def _compile_unit_ranges(elf: ElfFile) -> list[tuple[int, int, str]]:
-    if elf.section_by_name(".debug_info") is None:
-        return []
-    from elfpatch.analysis.dwarf import compile_unit_ranges
+def _units_of(elf: ElfFile, addresses: list[int]) -> dict[int, str]:
+    from elfpatch.analysis.dwarf import units_of
 
-    return compile_unit_ranges(elf)
+    return units_of(elf, addresses)
 
 
 def _translation_unit(address: int | None, symbol: str | None, units: UnitFinder,
@@ -249,6 +254,22 @@ def _entry(kind: str, index: int, address: int | None, symbol: str | None,
         priority=init_priority(symbol))
 
 
+# The suffixes gcc gives the copies it makes (-flto's ".lto_priv.0", ".constprop.1").
+_CLONE_SUFFIX = re.compile(r"((?:\.[A-Za-z_]+\.\d+)+)$")
+
+
+def demangle_label(name: str) -> str:
+    """``name`` demangled, with a clone suffix the C++ runtime's demangler refuses on a
+    variable (``_ZL5label.lto_priv.0``) kept apart, as c++filt shows it on a function:
+    ``label [clone .lto_priv.0]``."""
+    shown = demangle(name)
+    suffix = _CLONE_SUFFIX.search(name) if shown == name else None
+    if suffix is None:
+        return shown
+    base = demangle(name[: suffix.start()])
+    return name if base == name[: suffix.start()] else f"{base} [clone {suffix.group(1)}]"
+
+
 def name_part(units: UnitFinder, position: int, address: int | None, symbol: str | None,
               constructs: Iterable[str]) -> InitializerPart:
     """A part of a merged initializer, placed in a translation unit where the binary
@@ -257,7 +278,7 @@ def name_part(units: UnitFinder, position: int, address: int | None, symbol: str
     # A function-local static (and any guard variable) is not what names a TU.
     first = next((s for s in constructs if not s.startswith(("_ZZ", "_ZGV"))), None)
     if unit is None and first is not None:
-        unit, source = f"the TU constructing {demangle(first)}", SOURCE_CONSTRUCTED
+        unit, source = f"the TU constructing {demangle_label(first)}", SOURCE_CONSTRUCTED
     return InitializerPart(position, address, symbol, demangle(symbol) if symbol else None,
                            unit, source)
 
@@ -328,6 +349,7 @@ def list_initializers(elf: ElfFile, path: str, member: str | None = None) -> Obj
     namer = SymbolNamer(elf)
     names = namer.names(addresses)
     units = UnitFinder(elf)
+    units.prime(addresses)
 
     def from_slots(kind: str, reverse: bool = False) -> list[InitializerEntry]:
         group = slots.get(kind, [])

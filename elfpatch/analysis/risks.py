@@ -32,10 +32,15 @@ handler or a thread), where destroying it is what can go wrong.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from elfpatch.analysis.effects import AtExit, Effects
-from elfpatch.analysis.initializers import KIND_PREINIT, InitializerEntry, InitializerPart
+from elfpatch.analysis.initializers import (
+    KIND_PREINIT,
+    InitializerEntry,
+    InitializerPart,
+    demangle_label,
+)
 from elfpatch.demangle import demangle
 
 SEVERITY_ERROR = "error"
@@ -54,7 +59,7 @@ class Risk:
     severity: str
     kind: str
     reader: str  # the initializer (symbol name, or address when unnamed)
-    object: str  # the global, as named in the symbol table
+    object: str  # the global, as named in the symbol table (else its address)
     constructed_by: str | None  # the initializer that constructs it, when known
     message: str
     # The part of a merged initializer (gcc -flto) that reads, and that constructs.
@@ -63,8 +68,38 @@ class Risk:
     # exit-time-destructor: the object is read at exit (by a destructor, an
     # atexit function, a fork handler or a thread body).
     read_at_exit: bool | None = None
-    # exit-time-destructor: where the object is (what identifies one without a name).
+    # What identifies them, whatever names the file keeps: the global's address
+    # (None for one .dynsym exports, known by its name), and where the reading
+    # and the constructing (or destroying) code start.
     object_address: int | None = None
+    reader_address: int | None = None
+    constructed_by_address: int | None = None
+
+
+@dataclass(frozen=True)
+class Objects:
+    """How the globals effects name are shown: the labels of those known by address
+    (``0x…``: the symbol at that address, else the address), and those a
+    function-local static's guard showed are built on first use."""
+
+    labels: Mapping[str, str] = field(default_factory=dict)
+    lazy: frozenset[str] = frozenset()
+
+    def label(self, key: str) -> str:
+        return self.labels.get(key, key)
+
+    def shown(self, key: str) -> str:
+        return demangle_label(self.label(key))
+
+    @staticmethod
+    def address(key: str) -> int | None:
+        return int(key, 16) if key.startswith("0x") else None
+
+    def is_lazy(self, key: str) -> bool:
+        return key in self.lazy or is_lazily_initialised(self.label(key))
+
+
+NAMES = Objects()  # globals known by name alone (tests, other objects of a closure)
 
 
 @dataclass(frozen=True)
@@ -84,11 +119,26 @@ class AnalysedInitializer:
     def unit(self) -> str:
         if self.part is not None:
             return self.part.translation_unit or f"part {self.part.position} of {self.label}"
-        return self.entry.translation_unit or self.label
+        if self.entry.translation_unit:
+            return self.entry.translation_unit
+        if self.entry.symbol or self.entry.address is None:
+            return self.label
+        # A stripped file: the TU by its initializer's slot and address, and where that
+        # is in a disassembly.
+        where = f", after {self.entry.nearest}" if self.entry.nearest else ""
+        return (f"the TU of {self.entry.kind}[{self.entry.index}] "
+                f"({self.entry.address:#x}{where})")
 
     @property
     def position(self) -> int | None:
         return self.part.position if self.part is not None else None
+
+    @property
+    def address(self) -> int | None:
+        """Where its code starts: the part's function, else the entry's."""
+        if self.part is not None and self.part.address is not None:
+            return self.part.address
+        return self.entry.address
 
 
 def is_lazily_initialised(symbol: str) -> bool:
@@ -110,7 +160,33 @@ def constructed_by(item: AnalysedInitializer) -> dict[str, None]:
     registered = {r.object for r in effects.atexit if r.object}
     built = set(effects.writes) | (registered & set(effects.passed))
     # In the order the code first touches them (a set's order would vary from run to run).
-    return {name: None for name, _written in effects.first_access if name in built}
+    # Code that reads a global before it writes it updates what is already there (a
+    # registration inserting into a container, a counter bumped): that is not
+    # building it, unless the same code registers its destructor (only the TU
+    # that defines an object does; a compiler may schedule a load of the object
+    # before its first store).  Inlined code of several TUs is another matter: its
+    # first touch may be another TU's read (``order_risks``).
+    return {name: None for name, written in effects.first_access
+            if name in built and (written or item.inline or name in registered)}
+
+
+def registered_destructors(item: AnalysedInitializer) -> set[str]:
+    """Globals whose destructor an initializer registers: objects of a class it builds.
+
+    In code of several TUs inlined into one (gcc -flto), a global read before
+    it is written is another TU's read before construction only for these: a
+    counter each registration bumps is read, then written, and built by no one.
+    """
+    return {r.object for r in item.effects.atexit if r.object}
+
+
+def updated_by(item: AnalysedInitializer) -> dict[str, None]:
+    """Globals an initializer writes after reading them: a registration into a
+    container, a member store, a counter bumped."""
+    built = constructed_by(item)
+    writes = set(item.effects.writes)
+    return {name: None for name, _written in item.effects.first_access
+            if name in writes and name not in built}
 
 
 def constructors_of(initializers: Sequence[AnalysedInitializer]) -> dict[str, int]:
@@ -122,52 +198,77 @@ def constructors_of(initializers: Sequence[AnalysedInitializer]) -> dict[str, in
     return built
 
 
-def order_risks(initializers: Sequence[AnalysedInitializer]) -> list[Risk]:
+def lazy_objects(effects: Iterable[Effects]) -> frozenset[str]:
+    """Globals some code builds under a function-local static's guard."""
+    return frozenset(key for e in effects for key in e.lazy)
+
+
+def order_risks(initializers: Sequence[AnalysedInitializer],
+                objects: Objects = NAMES) -> list[Risk]:
     """Reads of globals another TU's initializer of the same object constructs."""
     built = constructors_of(initializers)
     risks = []
     for position, item in enumerate(initializers):
         own = constructed_by(item)
-        for symbol in item.effects.reads:
-            if is_lazily_initialised(symbol):
+        updated = updated_by(item)
+        for symbol in dict.fromkeys((*item.effects.reads, *updated)):
+            if objects.is_lazy(symbol):
                 continue
             if symbol in own:
-                if item.inline and item.effects.written_first(symbol) is False:
-                    risks.append(_inline_risk(item, symbol))
+                if item.inline and item.effects.written_first(symbol) is False \
+                        and symbol in registered_destructors(item):
+                    risks.append(_inline_risk(item, symbol, objects))
                 continue
             builder = built.get(symbol)
             if builder is None:
-                continue
+                continue  # built by no initializer: constant- or zero-initialized
             constructor = initializers[builder]
             if constructor.unit == item.unit:
                 continue
-            risks.append(_order_risk(item, constructor, symbol, later=builder > position))
+            risks.append(_order_risk(item, constructor, symbol, builder > position, objects,
+                                     registers=symbol in updated))
     return risks
 
 
 def _order_risk(reader: AnalysedInitializer, constructor: AnalysedInitializer, symbol: str,
-                later: bool) -> Risk:
-    name = demangle(symbol)
-    parts = (reader.position, constructor.position)
-    if later:
-        return Risk(SEVERITY_ERROR, KIND_INIT_ORDER, reader.label, symbol, constructor.label,
-                    f"{reader.unit} reads {name} before {constructor.unit} constructs it "
-                    "(static initialization order fiasco); make it constinit/constexpr or a "
-                    "function-local static", *parts)
-    return Risk(SEVERITY_WARNING, KIND_LINK_ORDER, reader.label, symbol, constructor.label,
-                f"{reader.unit} reads {name}, constructed by {constructor.unit}: correct only "
-                "because that initializer runs first (link order or init_priority)", *parts)
+                later: bool, objects: Objects, registers: bool = False) -> Risk:
+    name = objects.shown(symbol)
+    if later and registers:
+        severity, kind = SEVERITY_ERROR, KIND_INIT_ORDER
+        message = (f"{reader.unit} writes into {name} (a registration) before "
+                   f"{constructor.unit} constructs it, and the constructor then discards or "
+                   "corrupts what was written (static initialization order fiasco); make "
+                   "it a function-local static that registrations reach through a function")
+    elif later:
+        severity, kind = SEVERITY_ERROR, KIND_INIT_ORDER
+        message = (f"{reader.unit} reads {name} before {constructor.unit} constructs it "
+                   "(static initialization order fiasco); make it constinit/constexpr or a "
+                   "function-local static")
+    elif registers:
+        severity, kind = SEVERITY_WARNING, KIND_LINK_ORDER
+        message = (f"{reader.unit} writes into {name} (a registration), constructed by "
+                   f"{constructor.unit}: correct only because that initializer runs first "
+                   "(link order or init_priority)")
+    else:
+        severity, kind = SEVERITY_WARNING, KIND_LINK_ORDER
+        message = (f"{reader.unit} reads {name}, constructed by {constructor.unit}: correct "
+                   "only because that initializer runs first (link order or init_priority)")
+    return Risk(severity, kind, reader.label, objects.label(symbol), constructor.label,
+                message, reader_part=reader.position, constructed_by_part=constructor.position,
+                object_address=objects.address(symbol), reader_address=reader.address,
+                constructed_by_address=constructor.address)
 
 
-def _inline_risk(item: AnalysedInitializer, symbol: str) -> Risk:
+def _inline_risk(item: AnalysedInitializer, symbol: str, objects: Objects) -> Risk:
     """Code of several TUs inlined into one merged initializer reads a global before
     the same function constructs it: the order link-time optimisation chose."""
-    return Risk(SEVERITY_ERROR, KIND_INIT_ORDER, item.label, symbol, item.label,
-                f"{item.unit} reads {demangle(symbol)} before the code inlined after it "
+    return Risk(SEVERITY_ERROR, KIND_INIT_ORDER, item.label, objects.label(symbol), item.label,
+                f"{item.unit} reads {objects.shown(symbol)} before the code inlined after it "
                 "constructs it (static initialization order fiasco, in the order link-time "
                 "optimisation merged the initializers); make it constinit/constexpr or a "
                 "function-local static", reader_part=item.position,
-                constructed_by_part=item.position)
+                constructed_by_part=item.position, object_address=objects.address(symbol),
+                reader_address=item.address, constructed_by_address=item.address)
 
 
 # -- at exit --------------------------------------------------------------------------
@@ -200,26 +301,38 @@ def read_at_exit(initializers: Sequence[AnalysedInitializer],
 
 
 def destructor_risks(initializers: Sequence[AnalysedInitializer],
-                     read: set[str] | None = None) -> list[Risk]:
+                     read: set[str] | None = None, objects: Objects = NAMES) -> list[Risk]:
     """Every exit-time destructor registration (``read``: globals read at exit)."""
     risks = []
     for item in initializers:
         for registration in item.effects.atexit:
-            target = registration.object or "an object"
-            destructor = demangle(registration.destructor) if registration.destructor else "?"
+            key = registration.object
+            target = objects.label(key) if key else "an object"
+            destructor = _destructor_name(registration)
             risks.append(Risk(
                 SEVERITY_WARNING, KIND_EXIT_DESTRUCTOR, item.label, target, item.label,
-                f"{item.unit} registers {destructor} for {demangle(target)} to run at exit; "
+                f"{item.unit} registers {destructor} for {demangle_label(target)} to run at exit; "
                 "anything using it after that (other destructors, detached threads) reads a "
                 "destroyed object; never destroying it avoids that",
                 reader_part=item.position, constructed_by_part=item.position,
-                read_at_exit=None if read is None else registration.object in read,
-                object_address=registration.object_address))
+                read_at_exit=None if read is None else key in read,
+                object_address=objects.address(key) if key else None,
+                reader_address=item.address, constructed_by_address=item.address))
     return risks
 
 
+def _destructor_name(atexit: AtExit) -> str:
+    """The function registered: its name, else where its code is (a stripped file)."""
+    if atexit.destructor:
+        return demangle(atexit.destructor)
+    if atexit.destructor_address is not None:
+        return f"the function at {atexit.destructor_address:#x}"
+    return "a function"
+
+
 def destruction_order_risks(initializers: Sequence[AnalysedInitializer],
-                            exit_code: Mapping[int, Effects]) -> list[Risk]:
+                            exit_code: Mapping[int, Effects],
+                            objects: Objects = NAMES) -> list[Risk]:
     """Destructors that read a global whose destructor, registered later, ran first."""
     order = registrations(initializers)
     destroyed_at = {r.atexit.object: k for k, r in enumerate(order) if r.atexit.object}
@@ -233,26 +346,38 @@ def destruction_order_risks(initializers: Sequence[AnalysedInitializer],
             later = destroyed_at.get(symbol)
             if later is None or later <= position or symbol == registration.atexit.object:
                 continue
-            risks.append(_destruction_risk(registration, order[later], symbol))
+            risks.append(_destruction_risk(registration, order[later], symbol, objects))
     return risks
 
 
-def _destruction_risk(reader: Registration, destroyer: Registration, symbol: str) -> Risk:
-    function = _registered(reader.atexit)
-    first = _registered(destroyer.atexit)
-    return Risk(SEVERITY_ERROR, KIND_DESTRUCTION_ORDER, reader.atexit.destructor or "?",
-                symbol, destroyer.atexit.destructor,
-                f"at exit {function} reads {demangle(symbol)}, which {first} has already "
+def _destruction_risk(reader: Registration, destroyer: Registration, symbol: str,
+                      objects: Objects) -> Risk:
+    function = _registered(reader.atexit, objects)
+    first = _registered(destroyer.atexit, objects)
+    return Risk(SEVERITY_ERROR, KIND_DESTRUCTION_ORDER, _code_label(reader.atexit),
+                objects.label(symbol), destroyer.atexit.destructor,
+                f"at exit {function} reads {objects.shown(symbol)}, which {first} has already "
                 f"destroyed: {destroyer.item.unit} registered that destructor after "
                 f"{reader.item.unit} registered this one, and they run in reverse (static "
                 "destruction order fiasco); never destroy it (static T& t = *new T)",
-                reader_part=reader.item.position, constructed_by_part=destroyer.item.position)
+                reader_part=reader.item.position, constructed_by_part=destroyer.item.position,
+                object_address=objects.address(symbol),
+                reader_address=reader.atexit.destructor_address,
+                constructed_by_address=destroyer.atexit.destructor_address)
 
 
-def _registered(atexit: AtExit) -> str:
-    name = demangle(atexit.destructor) if atexit.destructor else "a function"
+def _code_label(atexit: AtExit) -> str:
+    if atexit.destructor:
+        return atexit.destructor
+    if atexit.destructor_address is not None:
+        return f"{atexit.destructor_address:#x}"
+    return "?"
+
+
+def _registered(atexit: AtExit, objects: Objects = NAMES) -> str:
+    name = _destructor_name(atexit)
     if atexit.object:
-        return f"{name} (destroying {demangle(atexit.object)})"
+        return f"{name} (destroying {objects.shown(atexit.object)})"
     return name
 
 

@@ -11,7 +11,8 @@ from elfpatch.analysis.risks import Risk
 from elfpatch.report.scan_json import SCHEMA_VERSION, error_record
 
 # Risk fields that only some risks have: left out when they do not apply.
-_OPTIONAL_RISK_FIELDS = ("reader_part", "constructed_by_part", "read_at_exit")
+_OPTIONAL_RISK_FIELDS = ("reader_part", "constructed_by_part", "read_at_exit",
+                         "object_address", "reader_address", "constructed_by_address")
 
 
 def _entry(entry: InitializerEntry) -> dict[str, Any]:
@@ -34,7 +35,6 @@ def _entry(entry: InitializerEntry) -> dict[str, Any]:
 
 def _risk(risk: Risk) -> dict[str, Any]:
     record = asdict(risk)
-    del record["object_address"]  # what check's baseline keys use; the object is named
     for name in _OPTIONAL_RISK_FIELDS:
         if record[name] is None:
             del record[name]

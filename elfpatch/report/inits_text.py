@@ -1,9 +1,11 @@
 """Human-readable rendering of ``inits`` results.
 
-Errors are listed one by one.  Exit-time destructors are many in a real
-library (thousands in libtorch_cpu.so): without ``-v`` they are grouped by
-translation unit (a count and the first few objects), the ones read at exit
-named first; ``-v`` and the JSON list every one.
+Errors come first, one by one, then the warnings one can act on (an order
+that holds only by the link order).  Exit-time destructors are many in a real
+library (thousands in libtorch_cpu.so, most of them ``<iostream>``'s init
+object): without ``-v`` they are one census line, the objects read at exit
+named (where destroying them matters); ``-v`` groups them by translation unit
+and lists every one, as the JSON does.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 
 from elfpatch.analysis.init_order import PHASE_PREINIT, Coverage, InitsResult, ObjectReport
-from elfpatch.analysis.initializers import InitializerEntry, InitializerPart
+from elfpatch.analysis.initializers import InitializerEntry, InitializerPart, demangle_label
 from elfpatch.analysis.risks import KIND_EXIT_DESTRUCTOR, SEVERITY_ERROR, Risk
 from elfpatch.demangle import demangle
 from elfpatch.report.style import Styler, plural
@@ -55,8 +57,6 @@ def _unnamed(entry: InitializerEntry) -> str:
 
 def demangle_nearest(nearest: str) -> str:
     name, plus, offset = nearest.partition("+")
-    from elfpatch.demangle import demangle
-
     return f"after {demangle(name)}{plus}{offset}" if plus else f"at {demangle(name)}"
 
 
@@ -109,17 +109,20 @@ def _render_risks(risks: tuple[Risk, ...], style: Styler, verbose: bool) -> list
     errors = [r for r in risks if r.severity == SEVERITY_ERROR]
     destructors = [r for r in risks if r.kind == KIND_EXIT_DESTRUCTOR]
     others = [r for r in risks if r.severity != SEVERITY_ERROR and r not in destructors]
-    warnings = len(risks) - len(errors)
-    lines = [f"  risks: {plural(len(errors), 'error')}, {plural(warnings, 'warning')}"]
+    head = f"  risks: {plural(len(errors), 'error')}, {plural(len(others), 'warning')}"
+    if destructors:
+        head += f"; {plural(len(destructors), 'object')} destroyed at exit"
+    lines = [head]
     shown = errors + (others if verbose else others[:_WARNINGS_SHOWN])
-    if verbose:
-        shown += destructors
     lines += [_risk_line(risk, style) for risk in shown]
     if len(shown) < len(errors) + len(others):
         hidden = len(errors) + len(others) - len(shown)
         lines.append(style(f"    … and {hidden} more warnings (-v lists all)", "dim"))
-    if destructors and not verbose:
+    if destructors:
+        lines.append(_destructor_census(destructors, style, verbose))
+    if destructors and verbose:
         lines += _grouped_destructors(destructors, style)
+        lines += [_risk_line(risk, style) for risk in destructors]
     return lines
 
 
@@ -134,25 +137,54 @@ def _unit_of(risk: Risk) -> str:
     return unit if found else risk.reader
 
 
+# <iostream>'s init object: one per TU that includes it, nobody's to act on.
+_IOS_INIT = ("_ZStL8__ioinit", "std::ios_base::Init::~Init()")
+# The C++ runtime's own objects, when a library carries a copy of its code.
+_RUNTIME_PREFIXES = ("_ZSt", "_ZNSt", "_ZN9__gnu_cxx", "_ZNKSt", "_ZGVNSt", "_ZZNSt",
+                     "_ZN10__cxxabiv1")
+
+
+def _destructor_class(risk: Risk) -> str:
+    """"ios" (<iostream>'s init object), "runtime" (the C++ runtime's) or "own"."""
+    if risk.object in _IOS_INIT or _IOS_INIT[1] in risk.message:
+        return "ios"
+    return "runtime" if risk.object.startswith(_RUNTIME_PREFIXES) else "own"
+
+
+def _destructor_census(destructors: list[Risk], style: Styler, verbose: bool) -> str:
+    """Every exit-time destructor in one line: how many, of what, and those read at exit."""
+    kinds = Counter(_destructor_class(r) for r in destructors)
+    units = {_unit_of(r) for r in destructors if _destructor_class(r) == "own"}
+    parts = []
+    if kinds["own"]:
+        parts.append(f"{kinds['own']} in {plural(len(units), 'translation unit')}")
+    if kinds["ios"]:
+        parts.append(f"{kinds['ios']} <iostream> init "
+                     f"{'object' if kinds['ios'] == 1 else 'objects'}")
+    if kinds["runtime"]:
+        parts.append(f"{kinds['runtime']} of the C++ runtime")
+    read = sorted({demangle_label(r.object) for r in destructors if r.read_at_exit})
+    text = (f"    {style('warning: exit-time-destructor', 'warn')}: "
+            f"{plural(len(destructors), 'object')} destroyed at exit ({', '.join(parts)})")
+    if read:
+        text += ("; read at exit (by a destructor, an atexit function or a thread), where "
+                 f"destroying them matters: {_first(read, _UNITS_SHOWN)}")
+    else:
+        text += "; none read at exit; never destroying them avoids use after destruction"
+    return text + ("" if verbose else style("; -v lists them", "dim"))
+
+
 def _grouped_destructors(destructors: list[Risk], style: Styler) -> list[str]:
     by_unit: dict[str, list[str]] = defaultdict(list)
     for risk in destructors:
-        by_unit[_unit_of(risk)].append(demangle(risk.object))
-    read = sorted({demangle(r.object) for r in destructors if r.read_at_exit})
-    header = (f"    {style('warning: exit-time-destructor', 'warn')}: "
-              f"{plural(len(destructors), 'object')} destroyed at exit, in "
-              f"{plural(len(by_unit), 'translation unit')}")
-    lines = [header + ("; never destroying them avoids use after destruction" if not read
-                       else "")]
-    if read:
-        lines.append(f"      read at exit (by a destructor, an atexit function or a thread), "
-                     f"where destroying them matters: {_first(read, len(read))}")
+        by_unit[_unit_of(risk)].append(demangle_label(risk.object))
+    lines = []
     counts = Counter({unit: len(objects) for unit, objects in by_unit.items()})
     for unit, count in counts.most_common(_UNITS_SHOWN):
         lines.append(f"      {unit}: {count} ({_first(by_unit[unit], _OBJECTS_SHOWN)})")
     if len(counts) > _UNITS_SHOWN:
-        lines.append(style(f"      … and {len(counts) - _UNITS_SHOWN} more translation units "
-                           "(-v or --json lists every destructor)", "dim"))
+        lines.append(style(f"      … and {len(counts) - _UNITS_SHOWN} more translation units",
+                           "dim"))
     return lines
 
 
@@ -168,6 +200,9 @@ def _coverage_line(coverage: Coverage, style: Styler) -> str:
     if coverage.stopped:
         reasons = ", ".join(f"{reason} ({count})" for reason, count in coverage.stopped)
         text += f"; stopped at: {reasons}; risks may be missing"
+    # Followed to the end is not everything: what the code reaches through a pointer
+    # it loads from data (a table of callbacks, an object's fields) is not attributed.
+    text += "; not tracked: globals reached through pointers kept in data"
     complete = coverage.initializers_complete == coverage.initializers \
         and coverage.destructors_complete == coverage.destructors
     return style(text, "dim" if complete else "warn")

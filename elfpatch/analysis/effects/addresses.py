@@ -29,14 +29,18 @@ from itertools import compress, repeat
 from operator import add
 
 from elfpatch.analysis.effects.plt import STUB_BYTES, stub_slot
+from elfpatch.analysis.effects.summary import ANCHOR, BARE
 from elfpatch.elf import constants as C
 from elfpatch.elf.columns import byte_column, byte_mask, column
+from elfpatch.elf.eh_frame import FunctionBounds
 from elfpatch.elf.file import ElfFile
 from elfpatch.elf.relocations import RelocationTable, dynamic_relocation_tables
 from elfpatch.elf.symbols import SymbolTable, read_dynsym, read_symtab
 from elfpatch.errors import ElfpatchError
 
 PF_X = 1  # p_flags: executable segment
+PF_W = 2  # p_flags: writable segment
+PT_GNU_RELRO = 0x6474E552  # made read-only once relocated, before initializers run
 _LAST_ADDRESS = (1 << 64) - 1  # what an unsigned 64-bit column holds at most
 
 _GOT_SECTIONS = (".got", ".got.plt")
@@ -97,10 +101,35 @@ class _DataSymbols:
         self._names: dict[int, str] = {}
 
     def containing(self, address: int) -> str | None:
+        k = self._position(address)
+        if k is None:
+            return None
+        return self._name(self.indices[k])
+
+    def start_containing(self, address: int) -> int | None:
+        """The start of the symbol whose extent contains ``address``."""
+        k = self._position(address)
+        return self.starts[k] if k is not None else None
+
+    def named_at(self, start: int) -> str | None:
+        """The name of the symbol that starts at ``start``, if one does."""
+        k = self._position(start)
+        if k is None or self.starts[k] != start:
+            return None
+        return self._name(self.indices[k])
+
+    def below(self, address: int) -> tuple[str, int] | None:
+        """(name, start) of the nearest symbol starting at or below ``address``."""
+        k = bisect_right(self.starts, address) - 1
+        return (self._name(self.indices[k]) or "", self.starts[k]) if k >= 0 else None
+
+    def _position(self, address: int) -> int | None:
         k = bisect_right(self.starts, address) - 1
         if k < 0 or address >= self.ends[k]:
             return None
-        index = self.indices[k]
+        return k
+
+    def _name(self, index: int) -> str | None:
         name = self._names.get(index)
         if name is None:
             name = self._names[index] = self.table.name(index)
@@ -140,7 +169,7 @@ class AddressIndex:
 
     def prepare(self) -> None:
         """Build the indexes now, so that a corrupt table raises here."""
-        _ = self._data, self._functions, self._got_symbols
+        _ = self._data, self._functions, self._got_symbols, self._exported_data
 
     # -- symbol tables -----------------------------------------------------
     @cached_property
@@ -172,10 +201,91 @@ class AddressIndex:
         data = self._data
         return data.containing(address) if data is not None else None
 
+    def data_key(self, address: int, anchor: bool = False) -> str | None:
+        """What identifies the object ``address`` lies in: its address, never a name
+        that another object of the same name (a header's ``static`` per TU) shares.
+
+        - an object .dynsym exports: its name (one per object; other objects of
+          a closure bind to it by that name);
+        - else, with .symtab: the start of the symbol containing it, ``0x…``;
+        - else (a stripped file), in writable data: the address itself, marked
+          ``@0x…`` (``^0x…`` where code takes it as a pointer, ``anchor``), to be
+          placed in its object once every address the code takes is known
+          (``summary.object_keys``).
+        """
+        exported = self._exported_data
+        name = exported.containing(address) if exported is not None else None
+        if name is not None:
+            return name
+        if self.has_local_symbols:
+            assert self._data is not None
+            start = self._data.start_containing(address)
+            return f"{start:#x}" if start is not None else None
+        if not self._writable(address):
+            return None
+        return f"{ANCHOR if anchor else BARE}{address:#x}"
+
+    def data_label(self, key: str) -> str:
+        """A name for an object known by its address: its .symtab symbol, else the
+        nearest object .dynsym exports below it (``name+0x10``), else the address."""
+        if not key.startswith("0x"):
+            return key
+        address = int(key, 16)
+        named = self._data.named_at(address) if self._data is not None \
+            and self.has_local_symbols else None
+        if named:
+            return named
+        exported = self._exported_data
+        below = exported.below(address) if exported is not None else None
+        if below is not None and below[0] and self._writable(below[1]) \
+                and self._writable(address):
+            return f"{key} (after {below[0]}+{address - below[1]:#x})"
+        return key
+
+    @cached_property
+    def _exported_data(self) -> _DataSymbols | None:
+        table = self._dynsym
+        return _DataSymbols(table) if table is not None else None
+
+    @cached_property
+    def _writable_ranges(self) -> list[tuple[int, int]]:
+        """Where initializers can write: writable segments, less what RELRO seals
+        before any initializer runs."""
+        segments = self.elf.segments
+        relro = [(s.vaddr, s.vaddr + s.memsz) for s in segments if s.type == PT_GNU_RELRO]
+        ranges = []
+        for s in segments:
+            if s.type != C.PT_LOAD or not s.flags & PF_W:
+                continue
+            low, high = s.vaddr, s.vaddr + s.memsz
+            for sealed_low, sealed_high in relro:
+                if sealed_low <= low < sealed_high:
+                    low = max(low, sealed_high)
+            if low < high:
+                ranges.append((low, high))
+        return ranges
+
+    def _writable(self, address: int) -> bool:
+        return any(low <= address < high for low, high in self._writable_ranges)
+
     def function_at(self, address: int) -> tuple[str | None, int] | None:
-        """(name, st_size) of the function starting at ``address``, or None."""
+        """(name, st_size) of the function starting at ``address``, or None; in a file
+        without .symtab, (None, size) of an unnamed one the unwind tables bound."""
         functions = self._functions
-        return functions.at(address) if functions is not None else None
+        found = functions.at(address) if functions is not None else None
+        if found is None and not self.has_local_symbols:
+            size = self._bounds.size_at(address)
+            return (None, size) if size else None
+        return found
+
+    @cached_property
+    def _bounds(self) -> FunctionBounds:
+        return FunctionBounds(self.elf)
+
+    @property
+    def knows_functions(self) -> bool:
+        """Every function's bounds are known: .symtab, else the unwind tables."""
+        return self.has_local_symbols or self._bounds.available
 
     def code_at(self, address: int, limit: int) -> memoryview | None:
         """Up to ``limit`` bytes from ``address`` in an executable segment, or None."""

@@ -41,7 +41,9 @@ from elfpatch.analysis.effects.summary import (
     Event,
     FunctionSummary,
     Part,
+    effects_keys,
     incomplete,
+    rekeyed,
     unseen_use,
 )
 from elfpatch.analysis.effects.walk import FunctionWalk, Target, decode_in_chunks, got_target
@@ -85,8 +87,9 @@ def _walks() -> dict[int, type[FunctionWalk]]:
 def initializer_effects(elf: ElfFile, address: int, *, max_depth: int = 4,
                         max_functions: int = 64) -> Effects:
     """The effects of the initializer at ``address`` (see ``EffectsAnalyzer`` for many)."""
-    return EffectsAnalyzer(elf).effects(address, max_depth=max_depth,
-                                        max_functions=max_functions)
+    analyzer = EffectsAnalyzer(elf)
+    return analyzer.labelled(analyzer.effects(address, max_depth=max_depth,
+                                              max_functions=max_functions))
 
 
 class EffectsAnalyzer:
@@ -160,6 +163,13 @@ class EffectsAnalyzer:
         collector = Collector(reached, self.parameter_use if settle else None)
         collector.function(address)
         return collector.effects(not stopped, stopped)
+
+    def labelled(self, effects: Effects) -> Effects:
+        """``effects`` with the globals known by address shown by their labels (their
+        .symtab names, where the file has them): for people, not for comparing."""
+        keys = {key: self.index.data_label(key) for key in effects_keys(effects)
+                if key.startswith("0x")}
+        return rekeyed(effects, keys)
 
     def parts(self, address: int, *, max_depth: int = 4, max_functions: int = 64) -> list[Part]:
         """A merged initializer split into the initializers it runs, in call order.

@@ -17,6 +17,9 @@ from elfpatch.demangle import demangle
 # Functions whose first argument is a destructor and (but for atexit) second its object.
 ATEXIT_FUNCTIONS = frozenset({"__cxa_atexit", "atexit", "__cxa_thread_atexit_impl",
                               "__cxa_thread_atexit"})
+# A function-local static is built between these (True: the guard is taken).
+GUARD_FUNCTIONS = {"__cxa_guard_acquire": True, "__cxa_guard_release": False,
+                   "__cxa_guard_abort": False}
 IOS_INIT_CONSTRUCTORS = frozenset({"_ZNSt8ios_base4InitC1Ev", "_ZNSt8ios_base4InitC2Ev"})
 # Functions that hand code over to run later, outside the initializers: the
 # argument positions that are functions (fork handlers, a thread's start).

@@ -20,7 +20,8 @@ since that code may just as well construct the object.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -28,7 +29,9 @@ from typing import NamedTuple
 # symbol, or a parameter's position (an int) in a parameter sweep.
 # PASS_FOREIGN: a pointer to another object's global, passed to a function of
 # this one, whose writes through it are then not this object's constructions.
-READ, WRITE, ADDRESS, PASS, PASS_FOREIGN, UNKNOWN_PASS, CALL, ATEXIT, HOOK = range(9)
+# GUARD: __cxa_guard_acquire (subject True) or __cxa_guard_release (False), between
+# which a function-local static is built on its first use.
+READ, WRITE, ADDRESS, PASS, PASS_FOREIGN, UNKNOWN_PASS, CALL, ATEXIT, HOOK, GUARD = range(10)
 Event = tuple  # (int, str | int | AtExit, int | None, int)
 
 # What a function does with one of its pointer parameters (bits): reads
@@ -66,9 +69,6 @@ class AtExit:
     destructor: str | None  # symbol of the function registered
     # Where the destructor's code is in this object (None: another object's, or unknown).
     destructor_address: int | None = field(default=None, compare=False)
-    # Where the object is, when it was named by an address (what identifies an
-    # object that has no symbol).
-    object_address: int | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -90,6 +90,12 @@ class Effects:
     # Pointers passed to this object's functions, what those do with them not yet
     # worked out (see ``settle``): (global, function, position, another object's).
     pending: tuple[Pending, ...] = ()
+    # Objects built between __cxa_guard_acquire and __cxa_guard_release: function-local
+    # statics, built on first use (known without a name, in a stripped file).
+    lazy: tuple[str, ...] = ()
+    # In a file without symbols: the bare addresses (``@0x…``, ``^0x…``) each function
+    # followed touches, the evidence of which belong to one object (``object_keys``).
+    groups: tuple[tuple[str, ...], ...] = ()
 
     def written_first(self, symbol: str) -> bool | None:
         """Whether the first touch of ``symbol`` writes it (None: never touched)."""
@@ -97,7 +103,8 @@ class Effects:
 
 
 UNKNOWN_EFFECTS = Effects((), (), (), (), (), False, False)
-Pending = tuple[str, int, int, bool]
+# (global, function, position, another object's, passed under a guard)
+Pending = tuple[str, int, int, bool, bool]
 
 
 @dataclass
@@ -160,6 +167,8 @@ class Collector:
         self.first: dict[str, bool] = {}
         self.atexit: dict[AtExit, None] = {}
         self.hooks: dict[int, None] = {}
+        self.lazy: dict[str, None] = {}
+        self.guarded = 0  # how many guards are held where the events are
         self.expanded: dict[int, None] = {}  # in the order they were met
 
     def function(self, address: int) -> None:
@@ -179,7 +188,8 @@ class Collector:
                 self.function(subject)
             elif kind in (PASS, PASS_FOREIGN):
                 if self.use is None:
-                    self.pending.append((subject, callee, position, kind == PASS_FOREIGN))
+                    self.pending.append((subject, callee, position, kind == PASS_FOREIGN,
+                                         self.guarded > 0))
                 else:
                     self.pass_on(subject, self.use(callee, position), kind == PASS_FOREIGN)
             elif kind == UNKNOWN_PASS:
@@ -190,6 +200,8 @@ class Collector:
                 self.addresses.setdefault(subject, None)
             elif kind == HOOK:
                 self.hooks.setdefault(subject, None)
+            elif kind == GUARD:
+                self.guarded = self.guarded + 1 if subject else max(self.guarded - 1, 0)
 
     def pass_on(self, symbol: str, use: int, foreign: bool) -> None:
         """A pointer passed to a function of this object that uses it so; another
@@ -197,6 +209,8 @@ class Collector:
         self.pass_to(symbol, (use & USE_UNKNOWN) | (USE_READ if use else 0) if foreign else use)
 
     def pass_to(self, symbol: str, use: int) -> None:
+        if use & (USE_WRITE | USE_UNKNOWN) and self.guarded:
+            self.lazy.setdefault(symbol, None)
         if use & (USE_WRITE | USE_UNKNOWN):
             # A call that builds or may build the object: taken to build it
             # before anything it reads of it.
@@ -215,6 +229,8 @@ class Collector:
         self.first.setdefault(symbol, False)
 
     def write(self, symbol: str) -> None:
+        if self.guarded:
+            self.lazy.setdefault(symbol, None)
         self.writes.setdefault(symbol, None)
         self.first.setdefault(symbol, True)
 
@@ -228,11 +244,25 @@ class Collector:
             external.update(summary.external_calls)
             ios_init = ios_init or summary.ios_init
         touched = set(self.reads) | set(self.writes)
+        groups = (_bare_keys(self.summaries[address].events) for address in self.expanded)
         return Effects(tuple(self.writes), tuple(self.reads), tuple(calls), tuple(external),
                        tuple(self.atexit), ios_init, complete,
                        tuple(a for a in self.addresses if a not in touched),
                        tuple(self.passed), tuple(self.first.items()), tuple(stopped),
-                       tuple(self.hooks), tuple(self.pending))
+                       tuple(self.hooks), tuple(self.pending), tuple(self.lazy),
+                       tuple(group for group in groups if group))
+
+
+def _bare_keys(events: Iterable[Event]) -> tuple[str, ...]:
+    """The bare addresses one function's events name (none in a file with .symtab)."""
+    found: dict[str, None] = {}
+    for event in events:
+        subject = event[1]
+        if event[0] == ATEXIT:
+            subject = subject.object
+        if type(subject) is str and subject[:1] in _MARKS:
+            found[subject] = None
+    return tuple(found)
 
 
 def settle(effects: Effects, use: PendingUse) -> Effects:
@@ -246,12 +276,110 @@ def settle(effects: Effects, use: PendingUse) -> Effects:
     collector.addresses = dict.fromkeys(effects.addresses)
     collector.passed = dict.fromkeys(effects.passed)
     collector.first = dict(effects.first_access)
-    for symbol, callee, position, foreign in effects.pending:
+    collector.lazy = dict.fromkeys(effects.lazy)
+    for symbol, callee, position, foreign, guarded in effects.pending:
         found = use(symbol, callee, position, foreign)
+        collector.guarded = int(guarded)
         collector.pass_on(symbol, found or 0, foreign)
     touched = set(collector.reads) | set(collector.writes)
     return dataclasses.replace(
         effects, writes=tuple(collector.writes), reads=tuple(collector.reads),
         addresses=tuple(a for a in collector.addresses if a not in touched),
         passed=tuple(collector.passed), first_access=tuple(collector.first.items()),
-        pending=())
+        pending=(), lazy=tuple(collector.lazy))
+
+
+# -- objects known by address -----------------------------------------------------------
+# How far past the nearest address the code takes as a pointer an access in a
+# file without symbols is taken to be a member of that object (std::map: 48 bytes).
+MEMBER_REACH = 64
+# How far a member only ever read, with nothing else to go by, is (a string's size
+# and buffer: 8 and 16).
+READ_MEMBER_REACH = 32
+
+
+def object_keys(groups: Iterable[Iterable[str]], written: Iterable[str] = ()) -> dict[str, str]:
+    """Bare addresses of a file without symbols (``@0x…``, ``^0x…``), each placed in an
+    object.  ``groups``: the keys each function touches (``Effects.groups``).
+
+    An address belongs to the object starting at the nearest address at or below
+    it that code takes as a pointer (within ``MEMBER_REACH``) only if some one
+    function touches both it and that object's start: a constructor writes a
+    string's pointer, size and buffer together, while a counter that happens to
+    lie just past a string is bumped by a function that never touches the
+    string.  An address no code writes (``written``: the keys any code writes
+    or builds) is read only, as a member read apart from the rest is (a string's
+    size at +8, its constructor being another library's code): it joins the
+    object within ``READ_MEMBER_REACH``.  Any other address is an object of its
+    own: splitting one object in two can only repeat a finding, taking two for
+    one invents them.  Other keys are left out (unchanged).
+    """
+    changed = {int(key[1:], 16) for key in written if key[:1] in _MARKS}
+    marked = [{key for key in keys if key[:1] in _MARKS} for keys in groups]
+    anchors = sorted({int(key[1:], 16) for keys in marked for key in keys
+                      if key[0] == ANCHOR})
+    pieces = [sorted({int(key[1:], 16) for key in keys}) for keys in marked]
+    by_address: dict[int, list[list[int]]] = {}
+    for piece in pieces:
+        for address in piece:
+            by_address.setdefault(address, []).append(piece)
+    placed = {}
+    for keys in marked:
+        for key in keys:
+            if key in placed:
+                continue
+            address = int(key[1:], 16)
+            k = bisect_right(anchors, address) - 1
+            start = anchors[k] if k >= 0 and address - anchors[k] < MEMBER_REACH else address
+            if start != address and not any(_touches(piece, start)
+                                            for piece in by_address[address]) \
+                    and (address in changed or address - start >= READ_MEMBER_REACH):
+                start = address
+            placed[key] = f"{start:#x}"
+    return placed
+
+
+def _touches(piece: list[int], address: int) -> bool:
+    """Whether the sorted addresses ``piece`` hold ``address``."""
+    k = bisect_left(piece, address)
+    return k < len(piece) and piece[k] == address
+
+
+# Keys of addresses in a file without symbols, before they are placed in objects:
+# an address accessed, and one the code takes as a pointer.
+BARE, ANCHOR = "@", "^"
+_MARKS = (BARE, ANCHOR)
+
+
+def effects_keys(effects: Effects) -> Iterator[str]:
+    """Every key of a global ``effects`` mentions."""
+    yield from effects.reads
+    yield from effects.writes
+    yield from effects.addresses
+    yield from effects.passed
+    yield from (p[0] for p in effects.pending)
+    yield from (r.object for r in effects.atexit if r.object)
+
+
+def rekeyed(effects: Effects, keys: dict[str, str]) -> Effects:
+    """``effects`` with its globals known by ``keys`` (old -> new; the rest unchanged);
+    two old keys of one object become one, first touch first."""
+    if not keys or not any(key in keys for key in effects_keys(effects)):
+        return effects
+
+    def each(items: Iterable[str]) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(keys.get(k, k) for k in items))
+
+    first: dict[str, bool] = {}
+    for key, written in effects.first_access:
+        first.setdefault(keys.get(key, key), written)
+    reads, writes = each(effects.reads), each(effects.writes)
+    touched = set(reads) | set(writes)
+    return dataclasses.replace(
+        effects, reads=reads, writes=writes,
+        addresses=tuple(a for a in each(effects.addresses) if a not in touched),
+        passed=each(effects.passed), first_access=tuple(first.items()),
+        atexit=tuple(dataclasses.replace(r, object=keys.get(r.object, r.object))
+                     if r.object else r for r in effects.atexit),
+        pending=tuple((keys.get(p[0], p[0]), *p[1:]) for p in effects.pending),
+        lazy=each(effects.lazy), groups=())

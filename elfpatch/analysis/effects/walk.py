@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 from elfpatch.analysis.effects.addresses import AddressIndex, GotEntry
 from elfpatch.analysis.effects.names import (
     ATEXIT_FUNCTIONS,
+    GUARD_FUNCTIONS,
     HOOK_FUNCTIONS,
     IOS_INIT_CONSTRUCTORS,
     is_constructor,
@@ -35,7 +36,9 @@ from elfpatch.analysis.effects.names import (
 from elfpatch.analysis.effects.summary import (
     ADDRESS,
     ATEXIT,
+    BARE,
     CALL,
+    GUARD,
     HOOK,
     PASS,
     PASS_FOREIGN,
@@ -222,16 +225,19 @@ class FunctionWalk:
             self.state = {k: v for k, v in self.state.items() if not k.startswith(prefix)}
 
     # -- memory ---------------------------------------------------------------
-    def data(self, value: Value, offset: int = 0) -> tuple[str, bool] | None:
-        """(symbol, defined here) of the data at ``value + offset``, or None."""
+    def data(self, value: Value, offset: int = 0, anchor: bool = False,
+             ) -> tuple[str, bool] | None:
+        """(key, defined here) of the object at ``value + offset``, or None
+        (``AddressIndex.data_key``; ``anchor``: the code takes it as a pointer)."""
         entry = value.got
         if entry is not None:
             return None if entry.is_function or entry.symbol is None \
                 else (entry.symbol, entry.defined)
         if value.address is None:
             return None
-        name = self.index.data_symbol(value.address + offset if value.exact else value.address)
-        return (name, True) if name is not None else None
+        at = value.address + offset if value.exact else value.address
+        key = self.index.data_key(at, anchor and at == value.address)
+        return (key, True) if key is not None else None
 
     def access(self, value: Value, offset: int, read: bool, write: bool) -> None:
         if value.parameter is not None:
@@ -242,6 +248,12 @@ class FunctionWalk:
             if found is None:
                 return
             subject, defined = found
+            if offset and value.exact and subject[0] == BARE:
+                # A member reached from a pointer the code computed: that pointer is
+                # where an object starts, in a file without symbols to say so.
+                base = self.data(value, anchor=True)
+                if base is not None:
+                    self.events.append((ADDRESS, base[0], None, 0))
         if read:
             self.events.append((READ, subject, None, 0))
         if write and defined:
@@ -272,6 +284,8 @@ class FunctionWalk:
             arguments = self.hand_over(HOOK_FUNCTIONS[name], arguments)
         if name in IOS_INIT_CONSTRUCTORS:
             self.summary.ios_init = True
+        if name in GUARD_FUNCTIONS:
+            self.events.append((GUARD, GUARD_FUNCTIONS[name], None, 0))
         if any(arguments) or result is not None:
             self.pass_arguments([*enumerate(arguments), (RESULT_POSITION, result)], resolved,
                                 name is not None and is_constructor(name))
@@ -305,7 +319,7 @@ class FunctionWalk:
                 subject: str | int = value.parameter
                 defined = True
             else:
-                found = self.data(value)
+                found = self.data(value, anchor=True)
                 if found is None:
                     continue
                 subject, defined = found
@@ -366,13 +380,11 @@ class FunctionWalk:
             resolved = self.resolve(function)
             if resolved is not None:
                 destructor, code = resolved.name, resolved.follow
-        object_name, object_address = None, None
+        object_name = None
         if target is not None and not target.page:
-            found = self.data(target)
+            found = self.data(target, anchor=True)
             object_name = found[0] if found else None
-            object_address = target.address if target.got is None else None
-        self.events.append((ATEXIT, AtExit(object_name, destructor, code, object_address),
-                            None, 0))
+        self.events.append((ATEXIT, AtExit(object_name, destructor, code), None, 0))
 
     def tail_call(self, target: Value | None) -> bool:
         """A jump out of the function (or through a register); never falls through."""
@@ -388,7 +400,7 @@ class FunctionWalk:
         if inside and (self.sized or self.index.function_at(target) is None):
             self.branch(target)
             return False
-        if self.sized and self.index.has_local_symbols and self.index.function_at(target) \
+        if self.sized and self.index.knows_functions and self.index.function_at(target) \
                 is None and self.index.plt_entry(target) is None:
             return False  # into this function's split-off part (.cold): error paths
         return self.tail_call(Value(address=target))

@@ -1,0 +1,275 @@
+"""How often `elfpatch inits` is right, against what programs do when they run.
+
+    python benchmarks/inits_truth.py [--elfpatch COMMAND] [--work-dir DIR]
+
+Small multi-TU programs modelled on what real projects do (a factory map
+filled by registrations, a path built from another TU's string, a plugin
+list reached through a function-local static, ids from a zero-initialized
+counter, a logger whose destructor reads another TU's string) are built with
+g++ -O2, with and without -flto, in both link orders, and each is also
+stripped (``strip --strip-unneeded``).  Each program prints ``BUG=1`` when its
+bug struck in that build, or crashes; for the destructor program, ASan's
+``heap-use-after-free`` report at exit is the oracle as well.  An error of
+``inits --json`` on a build where the bug struck is a true positive;
+precision and recall are counted per build, for init order (and
+registrations) and for destruction order.  These programs are not the test
+fixtures: they are the measure of what the fixtures taught.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Program:
+    orders: tuple[tuple[str, ...], ...]
+    sources: dict[str, str]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    program: str
+    build: str  # link order, -flto or not, stripped or not
+    struck: bool  # what the run showed
+    errors: int  # what inits reported
+
+
+# A program whose bug is in its destructors: ASan is its oracle too.
+DESTRUCTION = "dtor"
+
+PROGRAMS: dict[str, Program] = {
+    "dtor": Program(
+        orders=(("logger.cpp", "cache.cpp", "main.cpp"), ("cache.cpp", "logger.cpp", "main.cpp")),
+        sources={
+            "cache.cpp": ("#include <string>\nstd::string cache_name(64, 'c');\n"),
+            "logger.cpp": (
+                "#include <string>\n"
+                "#include <cstdio>\n"
+                "extern std::string cache_name;\n"
+                "struct Logger {\n"
+                "    ~Logger() {\n"
+                "        bool fine = cache_name.size() == 64 && cache_name[0] == 'c';\n"
+                "        std::printf(\"BUG=%d\\n\", fine ? 0 : 1);\n"
+                "    }\n"
+                "} logger;\n"
+            ),
+            "main.cpp": ("int main() { return 0; }\n"),
+        },
+    ),
+    "factory": Program(
+        orders=(
+            ("factory.cpp", "circle.cpp", "square.cpp", "main.cpp"),
+            ("circle.cpp", "square.cpp", "factory.cpp", "main.cpp"),
+        ),
+        sources={
+            "circle.cpp": (
+                '#include "factory.h"\n'
+                "static int make_circle() { return 1; }\n"
+                'static bool circle_registered = register_maker("circle", make_circle);\n'
+            ),
+            "factory.cpp": (
+                '#include "factory.h"\n'
+                "Factory factory;\n"
+                "bool register_maker(const char* key, Maker m) {\n"
+                "    factory.makers[key] = m;\n"
+                "    return true;\n"
+                "}\n"
+            ),
+            "factory.h": (
+                "#include <map>\n"
+                "#include <string>\n"
+                "#include <functional>\n"
+                "using Maker = int (*)();\n"
+                "struct Factory { std::map<std::string, Maker> makers; };\n"
+                "extern Factory factory;\n"
+                "bool register_maker(const char* key, Maker m);\n"
+            ),
+            "main.cpp": (
+                '#include "factory.h"\n'
+                "#include <cstdio>\n"
+                'int main() { std::printf("BUG=%d\\n", factory.makers.count("square") ? 0 : 1); }\n'
+            ),
+            "square.cpp": (
+                '#include "factory.h"\n'
+                "static int make_square() { return 4; }\n"
+                'static bool square_registered = register_maker("square", make_square);\n'
+            ),
+        },
+    ),
+    "firstuse": Program(
+        orders=(
+            ("reg.cpp", "a.cpp", "b.cpp", "main.cpp"),
+            ("a.cpp", "b.cpp", "reg.cpp", "main.cpp"),
+        ),
+        sources={
+            "a.cpp": ('#include "reg.h"\nstatic bool a_done = (plugins().push_back("a"), true);\n'),
+            "b.cpp": ('#include "reg.h"\nstatic bool b_done = (plugins().push_back("b"), true);\n'),
+            "main.cpp": (
+                '#include "reg.h"\n'
+                "#include <cstdio>\n"
+                'int main() { std::printf("BUG=%d\\n", plugins().size() == 2 ? 0 : 1); }\n'
+            ),
+            "reg.cpp": (
+                '#include "reg.h"\n'
+                "std::vector<std::string>& plugins() {\n"
+                "    static std::vector<std::string> list;\n"
+                "    return list;\n"
+                "}\n"
+            ),
+            "reg.h": (
+                "#include <vector>\n#include <string>\nstd::vector<std::string>& plugins();\n"
+            ),
+        },
+    ),
+    "ids": Program(
+        orders=(
+            ("ids.cpp", "x.cpp", "y.cpp", "main.cpp"),
+            ("x.cpp", "y.cpp", "ids.cpp", "main.cpp"),
+        ),
+        sources={
+            "ids.cpp": ("int next_id;\nint allocate_id() { return next_id++; }\n"),
+            "main.cpp": (
+                "#include <cstdio>\n"
+                "extern int x_id, y_id, next_id;\n"
+                'int main() { std::printf("BUG=%d\\n", (x_id != y_id && next_id == 2) ? 0 : 1); }\n'
+            ),
+            "x.cpp": ("int allocate_id();\nint x_id = allocate_id();\n"),
+            "y.cpp": ("int allocate_id();\nint y_id = allocate_id();\n"),
+        },
+    ),
+    "siofread": Program(
+        orders=(("config.cpp", "paths.cpp", "main.cpp"), ("paths.cpp", "config.cpp", "main.cpp")),
+        sources={
+            "config.cpp": (
+                "#include <cstdlib>\n"
+                "#include <string>\n"
+                "std::string home_dir =\n"
+                '    std::string(getenv("HOME") ? "/home/" : "/root/") + "user";\n'
+            ),
+            "main.cpp": (
+                "#include <string>\n"
+                "#include <cstdio>\n"
+                "extern std::string cache_dir;\n"
+                'int main() { std::printf("BUG=%d\\n", cache_dir == "/.cache" ? 1 : 0); }\n'
+            ),
+            "paths.cpp": (
+                "#include <string>\n"
+                "extern std::string home_dir;\n"
+                'std::string cache_dir = home_dir + "/.cache";\n'
+            ),
+        },
+    ),
+}
+
+
+def run(command: Sequence[str], **options: object) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(command, capture_output=True, text=True, check=False, **options)  # type: ignore[call-overload]
+
+
+def struck(
+    program: str, folder: Path, order: Sequence[str], flags: list[str], executable: Path
+) -> bool:
+    """Whether the bug struck in this build: it says so, or it crashes."""
+    ran = run([str(executable)])
+    if "BUG=1" in ran.stdout or ran.returncode != 0:
+        return True
+    if program != DESTRUCTION:
+        return False
+    checked = executable.with_name(executable.name + "_asan")
+    run(
+        ["g++", "-O1", "-g", "-fsanitize=address", *flags[1:], "-o", str(checked), *order],
+        cwd=folder,
+    )
+    report = run([str(checked)], env={**os.environ, "ASAN_OPTIONS": "detect_leaks=0"})
+    return "heap-use-after-free" in report.stderr
+
+
+def errors(elfpatch: list[str], path: Path) -> int:
+    document = json.loads(run([*elfpatch, "inits", "--json", str(path)]).stdout)
+    return sum(r["severity"] == "error" for f in document["files"] for r in f["risks"])
+
+
+def measure(name: str, program: Program, work: Path, elfpatch: list[str]) -> list[Outcome]:
+    folder = work / name
+    folder.mkdir()
+    for filename, text in program.sources.items():
+        (folder / filename).write_text(text)
+    outcomes = []
+    for number, order in enumerate(program.orders):
+        for flags in (["-O2"], ["-O2", "-flto"]):
+            label = f"order {number}{' -flto' if len(flags) > 1 else ''}"
+            executable = folder / f"program_{number}_{len(flags)}"
+            built = run(["g++", *flags, "-o", str(executable), *order], cwd=folder)
+            if built.returncode != 0:
+                raise SystemExit(built.stderr)
+            seen = struck(name, folder, order, flags, executable)
+            stripped = executable.with_name(executable.name + "_stripped")
+            shutil.copy(executable, stripped)
+            run(["strip", "--strip-unneeded", str(stripped)])
+            outcomes += [
+                Outcome(name, label, seen, errors(elfpatch, executable)),
+                Outcome(name, f"{label} stripped", seen, errors(elfpatch, stripped)),
+            ]
+    return outcomes
+
+
+def score(outcomes: Sequence[Outcome]) -> str:
+    found = sum(o.struck and o.errors > 0 for o in outcomes)
+    false = sum(not o.struck and o.errors > 0 for o in outcomes)
+    missed = sum(o.struck and not o.errors for o in outcomes)
+    precision = f"{found / (found + false):.2f}" if found + false else "-"
+    recall = f"{found / (found + missed):.2f}" if found + missed else "-"
+    return (
+        f"{len(outcomes)} builds, {found + missed} with the bug: {found} found, "
+        f"{false} false, {missed} missed; precision {precision}, recall {recall}"
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--elfpatch",
+        default=f"{shlex.quote(sys.executable)} -m elfpatch",
+        help="how to run elfpatch (default: this interpreter's)",
+    )
+    parser.add_argument(
+        "--work-dir",
+        type=Path,
+        help="where to build (default: a temporary folder, removed afterwards)",
+    )
+    options = parser.parse_args(argv)
+    for tool in ("g++", "strip"):
+        if shutil.which(tool) is None:
+            parser.error(f"{tool} is not installed")
+    with tempfile.TemporaryDirectory(dir=options.work_dir) as work:
+        outcomes = [
+            o
+            for name, program in PROGRAMS.items()
+            for o in measure(name, program, Path(work), shlex.split(options.elfpatch))
+        ]
+    for outcome in outcomes:
+        print(
+            f"{outcome.program:10s} {outcome.build:24s} struck={int(outcome.struck)} "
+            f"errors={outcome.errors}"
+        )
+    order = [o for o in outcomes if o.program != DESTRUCTION]
+    print("init order and registrations:", score(order))
+    print("  stripped builds:", score([o for o in order if "stripped" in o.build]))
+    print("  -flto builds:", score([o for o in order if "-flto" in o.build]))
+    print("destruction order:", score([o for o in outcomes if o.program == DESTRUCTION]))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
