@@ -12,7 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from elfpatch.fixtures import build
+
+# First: from a plain checkout it makes ``elfpatch.fixtures`` importable.
+from support import checkout  # noqa: F401  # isort: skip
+from elfpatch.fixtures import build  # isort: skip
 
 # CI sets this: an oracle that is not installed there is a failure, not a skip, so a
 # green run proves that every compiler, emulator and tool the tests compare with ran.
