@@ -62,8 +62,9 @@ from support.readelf import readelf_warnings
 from elfpatch.elf.file import ElfFile
 from elfpatch.elf.symbols import read_dynsym
 from elfpatch.patch import rewrite
+from elfpatch.patch.edit import Edit
 from elfpatch.patch.plan import FixOptions
-from elfpatch.patch.reorder import Edit, Reordering
+from elfpatch.patch.reorder import Reordering
 from elfpatch.service import fix as fix_module
 from elfpatch.service.fix import fix_paths
 

@@ -25,16 +25,13 @@ import struct
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
 
 from elfpatch.elf import constants as C
 from elfpatch.elf.file import ElfFile, Section
 from elfpatch.elf.hashes import sysv_entry_size
 from elfpatch.elf.symbols import DYNSYM, SYMTAB, SymbolTable, read_dynsym
 from elfpatch.errors import CorruptElfError
-
-if TYPE_CHECKING:
-    from elfpatch.patch.reorder import Edit
+from elfpatch.patch.edit import Edit
 
 # The kinds of table an edit may belong to; the symbol tables are known by their
 # names, DYNSYM and SYMTAB.

@@ -29,17 +29,7 @@ from elfpatch.elf.hashes import (
 from elfpatch.elf.relocations import RelocationTable
 from elfpatch.elf.symbols import SymbolTable
 from elfpatch.patch import regions
-
-
-@dataclass(frozen=True)
-class Edit:
-    """Bytes to write at a file offset, what they are (for reports and tests), and the
-    kind of table they must lie in (one of the kinds of ``regions.py``)."""
-
-    offset: int
-    data: bytes | bytearray
-    what: str
-    table: str
+from elfpatch.patch.edit import Edit
 
 
 @dataclass(frozen=True)
