@@ -222,7 +222,8 @@ def test_aarch64_clash(aarch64: build.Toolchain) -> None:
         assert dynsym_unique(library) == {CLASH_CACHE, CLASH_GUARD}
     assert not any(dynsym_unique(library) for library in oracle.libraries())
     if not aarch64.runner_available():
-        pytest.skip(f"{aarch64.runner[0]} (qemu-user) is not installed: built, not run")
+        pytest.skip(f"{aarch64.runner[0]} is not installed: built, not run "
+                    "(apt-get install qemu-user)")
     assert plain.run().stdout == CLASH_PLAIN
     assert oracle.run().stdout == CLASH_ORACLE
 

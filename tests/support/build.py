@@ -27,6 +27,7 @@ from click.testing import CliRunner
 from elfpatch.fixtures import build
 
 from elfpatch.cli import main
+from support import tools
 
 # The smaller library the fix tests build (programs linked against it print
 # use_all()=17); STATICS below adds thread_local and inline variables to it.
@@ -148,25 +149,28 @@ def platform(name: str) -> Platform:
 @functools.cache
 def _find_platform(name: str) -> Platform | str:
     if not build.compiler_available():
-        return "no C++ compiler (g++) installed"
+        return "no C++ compiler (g++) installed (apt-get install g++)"
     if name == "host":
         return Platform("host", build.host_toolchain())
     if name == "aarch64":
         toolchain = build.cross_toolchain("aarch64")
-        return Platform(name, toolchain) if toolchain else "aarch64-linux-gnu-g++ is not installed"
+        return Platform(name, toolchain) if toolchain else (
+            "aarch64-linux-gnu-g++ is not installed (apt-get install g++-aarch64-linux-gnu)")
     if name == "32bit":
         multilib = Platform(name, build.host_toolchain(), ("-m32",))
         if _builds(multilib):
             return multilib
         toolchain = build.cross_toolchain("i686")
         return (Platform(name, toolchain) if toolchain else
-                "neither g++ -m32 (multilib) nor i686-linux-gnu-g++ is usable")
+                "neither g++ -m32 (multilib) nor i686-linux-gnu-g++ is usable "
+                "(apt-get install g++-i686-linux-gnu)")
     if name == "bigendian":
         for machine in ("s390x", "powerpc64"):
             toolchain = build.cross_toolchain(machine)
             if toolchain is not None:
                 return Platform(name, toolchain)
-        return "no big-endian cross g++ (s390x-linux-gnu-g++, powerpc64-linux-gnu-g++)"
+        return ("no big-endian cross g++ (s390x-linux-gnu-g++, powerpc64-linux-gnu-g++) "
+                "(apt-get install g++-s390x-linux-gnu)")
     raise ValueError(name)
 
 
@@ -179,10 +183,7 @@ def _builds(candidate: Platform) -> bool:
 
 
 def require_tool(name: str) -> str:
-    path = shutil.which(name)
-    if path is None:
-        pytest.skip(f"{name} is not installed")
-    return path
+    return tools.require_tool(name)
 
 
 # -- files derived from a build -------------------------------------------------
