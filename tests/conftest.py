@@ -65,6 +65,43 @@ def pytest_runtest_makereport(item: pytest.Item, call: Any) -> Generator[None, A
         report.longrepr = f"{problem}; skipped: {reason}"
 
 
+# The slowest tests, measured with --durations on this suite's 2-core machine (seconds:
+# setup + call, under load), marked ``slow``.  ``pytest -m "not slow"`` leaves them out
+# and still runs tests of every module; CI runs everything.  Node id prefixes.
+SLOW_TESTS = (
+    "tests/test_fuzz_fix.py::test_fix_refuses_cleanly_or_writes_what_readelf_accepts",  # 54
+    "tests/test_ci_requirements.py::test_without_",  # 43 + 5: the real suite, twice
+    "tests/test_wheel_fuzz.py::test_damaged_wheels_give_clean_errors_only",  # 30
+    "tests/test_wheel_hostile.py::test_an_honest_1_gib_member",  # 23
+    "tests/test_wheel_hostile.py::test_a_declared_6_gib_member",  # 5
+    "tests/test_wheel_hostile.py::test_a_small_member_that_inflates_to_2_gib",  # 2
+    "tests/test_wheel_hostile.py::test_two_runs_into_one_outdir_at_once",  # 2
+    "tests/test_fix_sets.py::test_a_killed_fix_leaves_each_file",  # 3 x 7
+    "tests/test_benchmarks.py",  # 18: the benchmark scripts, not elfpatch
+    "tests/test_check_wheel.py::test_repaired_wheel_installs_imports_and_passes",  # 17
+    "tests/test_check_wheel.py::test_allow_list_and_policy_from_pyproject",  # 7
+    "tests/test_environment.py::test_a_wheel_does_not_clash_with_its_installed_copy",  # 17
+    "tests/test_closure.py::test_graph_order_is_glibcs",  # 14 (its programs) + 2
+    "tests/test_api.py::test_the_readme_example_runs_from_a_fresh_install",  # 13
+    "tests/test_inits_oracles.py::test_asan_",  # 18 (the ASan builds) + 12
+    "tests/test_check_gate.py::test_check_shows_progress_on_a_terminal_only",  # 4
+    "tests/test_check_gate.py::test_paths_given_with_environment_are_always_checked",  # 2 x 2
+    "tests/test_check_formats.py::test_junit_of_a_real_wheel",  # 4
+    "tests/test_wheel_repair.py::test_a_large_library_keeps_its_untouched_compressed",  # 3
+    "tests/test_wheel_repair.py::test_progress_only_on_a_terminal_and_not_with_quiet",  # 3
+    "tests/test_wheel_repair.py::test_the_benchmark_script_runs_end_to_end",  # 3
+    "tests/test_wheel_repair.py::test_a_killed_run_leaves_nothing",  # 2
+    "tests/test_fix_report_size.py::test_the_benchmark_runs_end_to_end",  # 2
+    "tests/test_ci_requirements.py::test_every_slow_entry_names_tests",  # 8: collects all
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.nodeid.startswith(SLOW_TESTS):
+            item.add_marker(pytest.mark.slow)
+
+
 def require_tool(name: str) -> str:
     return tools.require_tool(name)
 

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ALLOWED_SKIPS, REQUIRE_TOOLS
+from conftest import ALLOWED_SKIPS, REQUIRE_TOOLS, SLOW_TESTS
 
 TESTS_DIR = Path(__file__).resolve().parent
 
@@ -117,3 +117,14 @@ def test_without_cross_compilers_their_tests_skip_and_name_them(tmp_path: Path) 
     assert "failed" not in summary and "error" not in summary and "skipped" in summary
     assert skips and all(re.search(r"\(apt-get install g\+\+-(aarch64|s390x|i686)-linux-gnu\)",
                                    line) for line in skips.splitlines()), skips
+
+
+def test_every_slow_entry_names_tests() -> None:
+    """A renamed test must not leave the fast tier through a stale SLOW_TESTS entry."""
+    run = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q",
+                          "-p", "no:cacheprovider", "-m", "slow"], cwd=TESTS_DIR.parent,
+                         capture_output=True, text=True, timeout=600)
+    collected = [line for line in run.stdout.splitlines() if "::" in line]
+    assert collected, run.stdout + run.stderr
+    assert [entry for entry in SLOW_TESTS
+            if not any(node.startswith(entry) for node in collected)] == []
