@@ -1,4 +1,5 @@
-"""Shared pytest fixtures: compilers, fixture builds, and command helpers."""
+"""Shared pytest fixtures (compilers, fixture builds, command helpers) and the suite's rules:
+which skips may stand (``ALLOWED_SKIPS``) and which tests are slow (``SLOW_TESTS``)."""
 
 from __future__ import annotations
 
