@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 import struct
+from typing import TypeVar
 
 
 class ExitCode(enum.IntEnum):
@@ -39,26 +40,55 @@ PARSE_FAILURES = (ValueError, IndexError, KeyError, struct.error, OverflowError,
                   UnicodeDecodeError, MemoryError)
 
 
+_Error = TypeVar("_Error", bound="ElfpatchError")
+
+
 class ElfpatchError(Exception):
-    """Base of every error elfpatch reports to the user."""
+    """Base of every error elfpatch reports to the user.
+
+    Its fields are fixed when it is made and its message is built from them
+    when printed, so ``str(error)`` and ``one_line()`` always agree; a caller
+    that knows a better name for the input makes a new error (``relabelled``).
+    """
+
+    _FIELDS = frozenset({"path", "reason", "hint", "detail"})
+
+    path: str
+    reason: str
+    hint: str | None
+    detail: str | None  # the traceback behind it, for --traceback, when it has one
 
     def __init__(self, path: str, reason: str, hint: str | None = None,
                  detail: str | None = None) -> None:
-        self.path = path
-        self.reason = reason
-        self.hint = hint
-        self.detail = detail  # the traceback behind it, for --traceback, when it has one
-        super().__init__(self.one_line())
+        for name, value in (("path", path), ("reason", reason), ("hint", hint),
+                            ("detail", detail)):
+            super().__setattr__(name, value)
+        super().__init__(path, reason, hint, detail)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name in self._FIELDS:
+            raise AttributeError(f"{type(self).__name__}.{name} is fixed when the error is "
+                                 "made: raise error.relabelled(...) instead")
+        super().__setattr__(name, value)
 
     def __reduce__(self) -> tuple[type, tuple[str, str, str | None, str | None]]:
         # Rebuilt from its fields when sent back from a worker process.
         return (self.__class__, (self.path, self.reason, self.hint, self.detail))
+
+    def __str__(self) -> str:
+        return self.one_line()
 
     def one_line(self) -> str:
         text = f"{self.path}: {self.reason}"
         if self.hint:
             text += f" (hint: {self.hint})"
         return text
+
+    def relabelled(self: _Error, path: str) -> _Error:
+        """The same error about ``path`` (a wheel member's name rather than a scratch file),
+        carrying this one's traceback."""
+        return type(self)(path, self.reason, self.hint, self.detail).with_traceback(
+            self.__traceback__)
 
 
 class UsageError(ElfpatchError):

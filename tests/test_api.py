@@ -149,7 +149,8 @@ def readme_example() -> str:
 
 def test_the_readme_example_runs_from_a_fresh_install(tmp_path: Path) -> None:
     if not list(Path("/usr/lib").glob("*-linux-gnu/libstdc++.so.6")):
-        pytest.skip("the example scans the system's libstdc++.so.6, which is not here")
+        pytest.skip("the example scans the system's libstdc++.so.6, which is not here "
+                    "(apt-get install libstdc++6)")
     installed = tmp_path / "site"
     # Built and installed anew into a folder of its own, not linked to the source
     # tree; its dependencies come from this interpreter.

@@ -50,7 +50,7 @@ def run_benchmark(script: str, *arguments: str | Path) -> str:
 
 def require_module(name: str) -> None:
     if importlib.util.find_spec(name) is None:
-        pytest.skip(f"the Python package {name} is not installed")
+        pytest.skip(f"the Python package {name} is not installed (pip install {name})")
 
 
 def test_scan_benchmark(library: Path) -> None:

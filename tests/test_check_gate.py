@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from support.build import invoke
 from support.fixlib import VARIANTS, built_library
+from support.tools import require_tool
 
 from elfpatch.analysis.check import distribution_key, package_of_source
 from elfpatch.report.check_report import shorten
@@ -48,10 +49,14 @@ def test_the_interpreter_is_named_by_its_own_option(library: Path) -> None:
     assert code == 1 and library.name in out
 
 
-@pytest.mark.parametrize("python", ["/bin/true", "/etc/hostname"])
-def test_a_python_that_is_not_one_is_one_line(python: str, library: Path) -> None:
-    if not Path(python).exists():
-        pytest.skip(f"{python} is not on this machine")
+@pytest.mark.parametrize("python", ["true", "a text file"])
+def test_a_python_that_is_not_one_is_one_line(python: str, library: Path,
+                                              tmp_path: Path) -> None:
+    if python == "a text file":
+        python = str(tmp_path / "python")
+        Path(python).write_text("not a program\n")
+    else:
+        python = require_tool(python)
     code, _out, err = check("--environment", "--python", python, str(library))
     assert code == 2
     assert err.count("\n") == 1 and "elfpatch: error:" in err

@@ -12,6 +12,7 @@ from xml.etree import ElementTree
 import pytest
 from conftest import run_elfpatch
 from support.record import assert_record_matches
+from support.tools import require_module
 
 
 def check(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -97,7 +98,7 @@ def _lying_copy(wheel: Path, destination: Path, lie: str) -> Path:
 @pytest.mark.parametrize("lie", ["content", "size", "unlisted"])
 def test_the_record_oracle_sees_each_lie(wheel: Path, tmp_path: Path, lie: str) -> None:
     """The independent check below is live: each kind of lie fails it."""
-    wheelfile = pytest.importorskip("wheel.wheelfile")
+    wheelfile = require_module("wheel.wheelfile", "wheel")
     assert_record_matches(wheel)
     with pytest.raises((AssertionError, wheelfile.WheelError)):
         assert_record_matches(_lying_copy(wheel, tmp_path / wheel.name, lie))

@@ -545,7 +545,7 @@ def test_libtorch_cpu_as_python_dlopens_it(algorithm: int) -> None:
 def test_system_cache_equals_ldconfig_p() -> None:
     ldconfig = shutil.which("ldconfig") or shutil.which("ldconfig", path="/sbin:/usr/sbin")
     if ldconfig is None or not ldcache.DEFAULT_CACHE_PATH.is_file():
-        pytest.skip("no ldconfig or no /etc/ld.so.cache here")
+        pytest.skip("no ldconfig or no /etc/ld.so.cache here (apt-get install libc-bin)")
     cache = ldcache.read_ld_cache()
     output = subprocess.run([ldconfig, "-p"], capture_output=True, text=True,
                             timeout=60).stdout.splitlines()

@@ -147,7 +147,7 @@ def test_a_runtime_the_interpreter_already_loaded_is_used(tmp_path: Path) -> Non
     """A runtime already in the process is reused: no second copy is opened."""
     system = next(demangle.trusted_candidates("libstdc++.so.6"), None)
     if system is None or not Path(system).is_file():
-        pytest.skip("no system libstdc++.so.6")
+        pytest.skip("no system libstdc++.so.6 (apt-get install libstdc++6)")
     private = tmp_path / "private" / "libstdc++.so.6"
     private.parent.mkdir()
     private.write_bytes(Path(system).read_bytes())

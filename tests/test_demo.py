@@ -24,6 +24,7 @@ import pytest
 from conftest import require_tool
 from elfpatch.fixtures import build
 from support.build import invoke
+from support.checkout import require_installed
 
 from elfpatch import demo
 
@@ -37,6 +38,7 @@ def cache(tmp_path_factory: pytest.TempPathFactory, cxx: object) -> Path:
 
 
 def _run_demo(cache: Path) -> subprocess.CompletedProcess[str]:
+    require_installed("elfpatch demo in a new process")
     environment = {**os.environ, "ELFPATCH_FIXTURE_CACHE": str(cache)}
     return subprocess.run([sys.executable, "-m", "elfpatch", "demo"], capture_output=True,
                           text=True, env=environment, timeout=600)
@@ -143,6 +145,7 @@ def test_no_compiler_is_one_line_and_exit_2(tmp_path: Path,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
     environment = {**os.environ, "CXX": str(tmp_path / "no-such-g++"),
                    "ELFPATCH_FIXTURE_CACHE": str(tmp_path / "cache")}
+    require_installed("elfpatch demo in a new process")
     result = subprocess.run([sys.executable, "-m", "elfpatch", "demo"], capture_output=True,
                             text=True, env=environment, timeout=600)
     assert result.returncode == 2

@@ -13,13 +13,11 @@ from __future__ import annotations
 
 import contextlib
 import random
-import shutil
-import subprocess
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from elfpatch.fixtures import build as build_driver
 
 from elfpatch.analysis.effects import (
     UNKNOWN_EFFECTS,
@@ -129,42 +127,29 @@ ALL = EXECUTABLES + LIBRARIES
 
 
 # -- building -----------------------------------------------------------------
-_built: dict[str, Path] = {}
+def toolchain(variant: Variant) -> build_driver.Toolchain:
+    """The variant's compiler, or a skip naming the package that provides it."""
+    if variant.compiler == X86:
+        found = build_driver.host_toolchain()
+        if not found.available():
+            pytest.skip(f"{found.cxx} is not installed (apt-get install g++)")
+        return found
+    cross = build_driver.cross_toolchain("aarch64")
+    if cross is None:
+        pytest.skip(f"{variant.compiler} is not installed (apt-get install g++-aarch64-linux-gnu)")
+    return cross
 
 
-def build(variant: Variant, workdir: Path, units: list[str] | None = None) -> Path:
-    """Compile each unit (in parallel) and link them; cached per variant and unit set."""
-    if shutil.which(variant.compiler) is None:
-        pytest.skip(f"{variant.compiler} is not installed")
+def build(variant: Variant, units: list[str] | None = None) -> Path:
+    """The units compiled and linked in this order, through the shared build cache."""
     units = units or (UNITS + (["lib.cpp", "tls.cpp"] if variant.shared else ["main.cpp"]))
-    key = f"{variant.name}:{','.join(units)}"
-    if key in _built:
-        return _built[key]
-    where = workdir / f"{variant.name}-{len(_built)}"
-    where.mkdir()
-    for unit in units:
-        (where / unit).write_text(SOURCES[unit])
-
-    def compile_unit(unit: str) -> str:
-        command = [variant.compiler, "-std=c++20", *variant.flags, "-c", unit,
-                   "-o", unit + ".o"]
-        subprocess.run(command, cwd=where, check=True, capture_output=True, timeout=120)
-        return unit + ".o"
-
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        objects = list(pool.map(compile_unit, units))
     output = "libunits.so" if variant.shared else "program"
-    link = ["-shared"] if variant.shared else [f for f in variant.flags if f in ("-pie",
-                                                                               "-no-pie")]
-    subprocess.run([variant.compiler, *link, *objects, "-o", output], cwd=where, check=True,
-                   capture_output=True, timeout=120)
-    _built[key] = where / output
-    return _built[key]
-
-
-@pytest.fixture(scope="session")
-def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("effects")
+    target = build_driver.Target(output, tuple(units), shared=variant.shared,
+                                 flags=variant.flags)
+    folder = build_driver.build_targets({unit: SOURCES[unit] for unit in units}, [target],
+                                        ("-std=c++20",), toolchain(variant),
+                                        label=f"effects-{variant.name}")
+    return folder / output
 
 
 def effects_of(path: Path, **budget: int) -> dict[str, Effects]:
@@ -221,8 +206,8 @@ def got_symbols(path: Path) -> set[str]:
 
 # -- exit-time destructors, <iostream> ----------------------------------------------
 @pytest.mark.parametrize("variant", ALL, ids=lambda v: v.name)
-def test_string_global_registers_its_destructor(variant: Variant, workdir: Path) -> None:
-    path = build(variant, workdir)
+def test_string_global_registers_its_destructor(variant: Variant) -> None:
+    path = build(variant)
     assert symbols(path)[S][0] == "STT_OBJECT"
     found = initializer(effects_of(path), "s.cpp", S)
     assert AtExit(object=S, destructor=STRING_DTOR) in found.atexit
@@ -232,8 +217,8 @@ def test_string_global_registers_its_destructor(variant: Variant, workdir: Path)
 
 
 @pytest.mark.parametrize("variant", ALL, ids=lambda v: v.name)
-def test_iostream_constructs_ios_base_init(variant: Variant, workdir: Path) -> None:
-    path = build(variant, workdir)
+def test_iostream_constructs_ios_base_init(variant: Variant) -> None:
+    path = build(variant)
     found = effects_of(path)
     io = initializer(found, "io.cpp", "_Z5hellov")
     assert io.constructs_ios_init
@@ -245,8 +230,8 @@ def test_iostream_constructs_ios_base_init(variant: Variant, workdir: Path) -> N
 
 # -- reads and writes across translation units ----------------------------------------
 @pytest.mark.parametrize("variant", EXECUTABLES, ids=lambda v: v.name)
-def test_read_through_a_function_of_another_unit(variant: Variant, workdir: Path) -> None:
-    path = build(variant, workdir)
+def test_read_through_a_function_of_another_unit(variant: Variant) -> None:
+    path = build(variant)
     found = effects_of(path)
     reader = initializer(found, "a.cpp", "a")
     assert "_Z9compute_av" in reader.calls
@@ -260,16 +245,16 @@ def test_read_through_a_function_of_another_unit(variant: Variant, workdir: Path
 
 
 @pytest.mark.parametrize("variant", LIBRARIES, ids=lambda v: v.name)
-def test_interposable_call_to_own_function_is_followed(variant: Variant, workdir: Path) -> None:
+def test_interposable_call_to_own_function_is_followed(variant: Variant) -> None:
     """In a library compute_a() is called through the PLT/GOT, yet defined here."""
-    path = build(variant, workdir)
+    path = build(variant)
     reader = initializer(effects_of(path), "a.cpp", "a")
     assert "_Z9compute_av" in reader.external_calls
     assert B in reader.reads
 
 
-def test_budget_leaves_the_result_incomplete(workdir: Path) -> None:
-    path = build(EXECUTABLES[1], workdir)
+def test_budget_leaves_the_result_incomplete() -> None:
+    path = build(EXECUTABLES[1])
     with ElfFile.open(path) as elf:
         entry = next(e for e in list_initializers(elf, str(path)).initializers
                      if e.symbol == "_GLOBAL__sub_I_a")
@@ -283,8 +268,8 @@ def test_budget_leaves_the_result_incomplete(workdir: Path) -> None:
 
 
 @pytest.mark.parametrize("variant", LIBRARIES, ids=lambda v: v.name)
-def test_library_reads_executable_global_through_got(variant: Variant, workdir: Path) -> None:
-    path = build(variant, workdir)
+def test_library_reads_executable_global_through_got(variant: Variant) -> None:
+    path = build(variant)
     assert symbols(path)["exe_value"][1] == "UND"
     assert "exe_value" in got_symbols(path)
     found = initializer(effects_of(path), "lib.cpp", "lib_copy")
@@ -294,9 +279,9 @@ def test_library_reads_executable_global_through_got(variant: Variant, workdir: 
 
 
 @pytest.mark.parametrize("variant", LIBRARIES, ids=lambda v: v.name)
-def test_thread_local_read(variant: Variant, workdir: Path) -> None:
+def test_thread_local_read(variant: Variant) -> None:
     """__tls_get_addr(&pair) on x86-64, a TLS descriptor call on aarch64."""
-    path = build(variant, workdir)
+    path = build(variant)
     assert symbols(path)["tv"][0] == "STT_TLS"
     found = initializer(effects_of(path), "tls.cpp", "tv")
     assert "tv" in found.reads
@@ -305,8 +290,8 @@ def test_thread_local_read(variant: Variant, workdir: Path) -> None:
 
 
 @pytest.mark.parametrize("variant", ALL, ids=lambda v: v.name)
-def test_calls_into_another_library(variant: Variant, workdir: Path) -> None:
-    path = build(variant, workdir)
+def test_calls_into_another_library(variant: Variant) -> None:
+    path = build(variant)
     assert symbols(path)["getenv"][1] == "UND"
     found = initializer(effects_of(path), "ext.cpp", "env_len")
     assert {"getenv", "strlen"} <= set(found.external_calls)
@@ -315,8 +300,8 @@ def test_calls_into_another_library(variant: Variant, workdir: Path) -> None:
 
 
 @pytest.mark.parametrize("variant", ALL, ids=lambda v: v.name)
-def test_constinit_global_is_never_written(variant: Variant, workdir: Path) -> None:
-    path = build(variant, workdir)
+def test_constinit_global_is_never_written(variant: Variant) -> None:
+    path = build(variant)
     assert symbols(path)["ci"] == ("STT_OBJECT", ".data")
     found = effects_of(path)
     reader = initializer(found, "ci.cpp", "ci")
@@ -326,8 +311,8 @@ def test_constinit_global_is_never_written(variant: Variant, workdir: Path) -> N
 
 
 @pytest.mark.parametrize("variant", ALL, ids=lambda v: v.name)
-def test_function_local_static_is_not_a_global_write(variant: Variant, workdir: Path) -> None:
-    path = build(variant, workdir)
+def test_function_local_static_is_not_a_global_write(variant: Variant) -> None:
+    path = build(variant)
     found = initializer(effects_of(path), "fls.cpp", "user")
     local = [w for w in found.writes if w.startswith(("_ZZ", "_ZGV"))]
     assert local, "the local static is reported (the risk logic filters it)"
@@ -337,18 +322,18 @@ def test_function_local_static_is_not_a_global_write(variant: Variant, workdir: 
 
 # -- what cannot be followed ---------------------------------------------------------------
 @pytest.mark.parametrize("variant", [EXECUTABLES[1], EXECUTABLES[5]], ids=lambda v: v.name)
-def test_jump_table(variant: Variant, workdir: Path) -> None:
+def test_jump_table(variant: Variant) -> None:
     """gcc's x86-64 switch table (32-bit offsets from the table) is read and every case
     followed (gcc for aarch64 compares and branches here)."""
-    path = build(variant, workdir, ["switch.cpp", "switch_defs.cpp", "main.cpp"])
+    path = build(variant, ["switch.cpp", "switch_defs.cpp", "main.cpp"])
     found = initializer(effects_of(path), "switch.cpp", "picked")
     assert "selector" in found.reads and "picked" in found.writes
     assert {f"_Z2f{k}v" for k in range(8)} <= set(found.calls)
     assert found.complete and found.stopped == ()
 
 
-def test_call_through_a_pointer_stops_the_walk(workdir: Path) -> None:
-    path = build(EXECUTABLES[1], workdir, ["hook.cpp", "main.cpp"])
+def test_call_through_a_pointer_stops_the_walk() -> None:
+    path = build(EXECUTABLES[1], ["hook.cpp", "main.cpp"])
     found = initializer(effects_of(path), "hook.cpp", "hooked")
     assert not found.complete and found.stopped == ("indirect call",)
     assert "hooked" in found.writes
@@ -360,12 +345,12 @@ KEPT = "_Z4keptB5cxx11"
 
 
 @pytest.mark.parametrize("variant", ALL, ids=lambda v: v.name)
-def test_passing_an_address_is_not_reading(variant: Variant, workdir: Path) -> None:
+def test_passing_an_address_is_not_reading(variant: Variant) -> None:
     """keep(&kept) stores the pointer; measure(&kept) reads kept.size(): what the called
     function does with its parameter decides, followed through the stack at -O0 and
     through the PLT and GOT in a shared library."""
     units = ADDRESS_UNITS + ([] if variant.shared else ["main.cpp"])
-    found = effects_of(build(variant, workdir, units))
+    found = effects_of(build(variant, units))
     keep = initializer(found, "keep.cpp", "kept_once")
     measure = initializer(found, "measure.cpp", "measured")
     assert KEPT not in keep.reads and KEPT not in keep.writes
@@ -373,8 +358,8 @@ def test_passing_an_address_is_not_reading(variant: Variant, workdir: Path) -> N
     assert KEPT in measure.reads and KEPT not in measure.writes
 
 
-def test_unsupported_machine_gives_unknown_effects(workdir: Path) -> None:
-    path = build(EXECUTABLES[1], workdir)
+def test_unsupported_machine_gives_unknown_effects() -> None:
+    path = build(EXECUTABLES[1])
     data = bytearray(path.read_bytes())
     with ElfFile(bytes(data), str(path)) as elf:
         address = next(e.address for e in list_initializers(elf, str(path)).initializers
@@ -388,8 +373,8 @@ def test_unsupported_machine_gives_unknown_effects(workdir: Path) -> None:
 
 @pytest.mark.parametrize("variant", [EXECUTABLES[1], EXECUTABLES[5], LIBRARIES[1]],
                          ids=lambda v: v.name)
-def test_corrupt_code_raises_only_elfpatch_errors(variant: Variant, workdir: Path) -> None:
-    path = build(variant, workdir)
+def test_corrupt_code_raises_only_elfpatch_errors(variant: Variant) -> None:
+    path = build(variant)
     data = path.read_bytes()
     with ElfFile(data, str(path)) as elf:
         addresses = [e.address for e in list_initializers(elf, str(path)).initializers
@@ -451,8 +436,8 @@ def test_aarch64_registers_set(mnemonic: str, operands: str,
 
 
 @pytest.mark.parametrize("variant", [LIBRARIES[1], LIBRARIES[3]], ids=lambda v: v.name)
-def test_registers_a_call_may_change(variant: Variant, workdir: Path) -> None:
-    path = build(variant, workdir, ["calls.cpp"])
+def test_registers_a_call_may_change(variant: Variant) -> None:
+    path = build(variant, ["calls.cpp"])
     address = function_addresses(path)
     with ElfFile.open(path) as elf:
         analyzer = EffectsAnalyzer(elf)

@@ -69,11 +69,12 @@ def venv(tmp_path_factory: pytest.TempPathFactory, cxx: object) -> Path:
     try:
         library = build.build_shared(LIBRARY, "libenv", ["-O1"])
     except build.BuildError as error:
-        pytest.skip(f"cannot link with g++ here: {error}")
+        pytest.skip(f"cannot link with g++ here (apt-get install g++): {error}")
     made = subprocess.run([sys.executable, "-m", "venv", str(root / "venv")],
                           capture_output=True, text=True, timeout=600)
     if made.returncode != 0:
-        pytest.skip(f"python -m venv is not installed here: {made.stderr.strip()[-200:]}")
+        pytest.skip("python -m venv is not installed here (apt-get install python3-venv): "
+                    f"{made.stderr.strip()[-200:]}")
     python = root / "venv" / "bin" / "python"
     _pip_install(python, *(_wheel(name, library, root) for name in ("envpkg", "envtwin")))
     return python

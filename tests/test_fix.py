@@ -62,8 +62,9 @@ from support.readelf import readelf_warnings
 from elfpatch.elf.file import ElfFile
 from elfpatch.elf.symbols import read_dynsym
 from elfpatch.patch import rewrite
+from elfpatch.patch.edit import Edit
 from elfpatch.patch.plan import FixOptions
-from elfpatch.patch.reorder import Edit, Reordering
+from elfpatch.patch.reorder import Reordering
 from elfpatch.service import fix as fix_module
 from elfpatch.service.fix import fix_paths
 
@@ -159,7 +160,8 @@ def program_for(variant: Variant, folder: Path, linker: str) -> Path:
 def assert_program_output(variant: Variant, program: Path) -> None:
     chain = toolchain(variant.machine)
     if not can_run(chain):
-        pytest.skip(f"{chain.runner[0]} is not installed: linked, not run")
+        pytest.skip(f"{chain.runner[0]} is not installed: linked, not run "
+                    "(apt-get install qemu-user)")
     for env in ({}, {"LD_BIND_NOW": "1"}):
         run = run_program(chain, program, env=env)
         assert (run.returncode, run.stdout) == (0, PROGRAM_OUTPUT), (env, run.stderr)

@@ -39,8 +39,8 @@ from elfpatch.elf.hashes import dynamic_symbol_count, gnu_hash_symbol_count, rea
 from elfpatch.elf.symbols import read_dynsym
 from elfpatch.errors import CorruptElfError
 from elfpatch.patch import regions
+from elfpatch.patch.edit import Edit
 from elfpatch.patch.regions import RegionMap, Spans
-from elfpatch.patch.reorder import Edit
 from elfpatch.service import fix as fix_module
 
 # A program with UNIQUE symbols (a static local of an inline function, a static

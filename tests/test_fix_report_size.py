@@ -141,7 +141,7 @@ def test_name_some() -> None:
 def test_the_benchmark_runs_end_to_end(tmp_path: Path) -> None:
     """``benchmarks/fix_many.py`` on tiny sets: it works (its timings mean nothing here)."""
     if shutil.which("g++") is None:
-        pytest.skip("g++ is not installed")
+        pytest.skip("g++ is not installed (apt-get install g++)")
     script = Path(__file__).resolve().parent.parent / "benchmarks" / "fix_many.py"
     done = subprocess.run([sys.executable, str(script), "--counts", "2,4",
                            "--work-dir", str(tmp_path)], capture_output=True, text=True,

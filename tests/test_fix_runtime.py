@@ -61,7 +61,7 @@ def plugin_pair(machine: str, folder: Path, *flags: str) -> Path:
 def run_host(machine: str, folder: Path) -> str:
     chain = toolchain(machine)
     if not can_run(chain):
-        pytest.skip(f"{chain.runner[0]} is not installed")
+        pytest.skip(f"{chain.runner[0]} is not installed (apt-get install qemu-user)")
     run = run_program(chain, folder / "fixhost", "./libfixv1.so", "./libfixv2.so")
     assert run.returncode == 0, run.stdout + run.stderr
     return run.stdout

@@ -17,6 +17,7 @@ from conftest import ScenarioBuilder
 from elfpatch.fixtures import build
 from elftools.elf.elffile import ELFFile
 from support.build import output_of
+from support.checkout import require_installed
 from support.readelf import readelf_symbols
 
 CLASH_CACHE = "_ZZN7minicub16per_device_cacheINS_9DeviceTagEEERNS_14AttributeCacheIT_EEvE5cache"
@@ -221,7 +222,8 @@ def test_aarch64_clash(aarch64: build.Toolchain) -> None:
         assert dynsym_unique(library) == {CLASH_CACHE, CLASH_GUARD}
     assert not any(dynsym_unique(library) for library in oracle.libraries())
     if not aarch64.runner_available():
-        pytest.skip(f"{aarch64.runner[0]} (qemu-user) is not installed: built, not run")
+        pytest.skip(f"{aarch64.runner[0]} is not installed: built, not run "
+                    "(apt-get install qemu-user)")
     assert plain.run().stdout == CLASH_PLAIN
     assert oracle.run().stdout == CLASH_ORACLE
 
@@ -296,6 +298,7 @@ def test_executable_links_in_source_order_with_link_arguments(cxx: build.Toolcha
 
 
 def test_parallel_builds_of_one_key_agree(cxx: build.Toolchain, private_cache: Path) -> None:
+    require_installed("importing elfpatch.fixtures in a new process")
     script = ("import json, sys\nfrom elfpatch.fixtures import build\n"
               "print(build.build_shared(json.loads(sys.argv[1]), 'libanswer'))\n")
     command = [sys.executable, "-c", script, json.dumps(LIBRARY)]

@@ -82,7 +82,7 @@ ASAN = ("-fsanitize=address", "-g")
 @pytest.fixture(scope="module")
 def asan_build() -> Path:
     if not compiler_runs(ASAN):
-        pytest.skip("cannot link with -fsanitize=address (libasan)")
+        pytest.skip("cannot link with -fsanitize=address (apt-get install libasan8)")
     fixture = build.SCENARIOS["exit_use_after_free"]
     targets = [t for t in fixture.targets if not t.shared and not t.libraries]
     return build.build_targets(fixture.sources(), targets, (*fixture.flags, *ASAN),

@@ -66,7 +66,8 @@ def test_error_where_the_program_reads_unconstructed(machine: str, flags: str,
                                                      order: str) -> None:
     programs = built("lto_init_order", machine, flags, LTO_ORDERS)
     if not programs.toolchain.runner_available():
-        pytest.skip("qemu-user not installed: cannot run the aarch64 program")
+        pytest.skip(f"{programs.toolchain.runner[0]} is not installed: cannot run the aarch64 "
+                    "program (apt-get install qemu-user)")
     result = programs.run(program=order)
     assert result.returncode == 0, result.stderr
     seen = dict(line.split("=", 1) for line in result.stdout.splitlines())["a_seen"]

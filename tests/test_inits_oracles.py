@@ -41,6 +41,7 @@ from support.readelf import (
     readelf_section,
     readelf_word_and_order,
 )
+from support.tools import cxx_package
 
 DESTRUCTOR = "exit-time-destructor"
 CROSS = "cross-object-init-order"
@@ -89,13 +90,15 @@ def cross_object(request: pytest.FixtureRequest, cxx: build.Toolchain) -> build.
     if request.param != "x86_64":
         toolchain = build.cross_toolchain(request.param)
         if toolchain is None:
-            pytest.skip(f"no {request.param} cross compiler installed")
+            pytest.skip(f"no {request.param} cross compiler installed "
+                        f"(apt-get install g++-{request.param}-linux-gnu)")
     return build.build_scenario("cross_object_init_order", toolchain=toolchain)
 
 
 def run_program(built: build.ScenarioBuild, program: str) -> dict[str, str]:
     if not built.toolchain.runner_available():
-        pytest.skip(f"cannot run {built.toolchain.name} programs: qemu-user not installed")
+        pytest.skip(f"cannot run {built.toolchain.name} programs: {built.toolchain.runner[0]} is "
+                    "not installed (apt-get install qemu-user)")
     result = built.run(program=program)
     assert result.returncode == 0, result.stderr
     return printed(result)
@@ -166,7 +169,8 @@ def test_cross_object_read_found_when_registers_live_across_a_local_call(
     into the object's own code provably does not change."""
     toolchain = cxx if machine == "x86_64" else build.cross_toolchain(machine)
     if toolchain is None:
-        pytest.skip(f"no {machine} cross compiler installed")
+        pytest.skip(f"no {machine} cross compiler installed "
+                    f"(apt-get install {cxx_package(machine)})")
     scenario = build.SCENARIOS["cross_object_init_order"]
     targets = [t for t in scenario.targets if t.output in ("libreader.so", "app")]
     folder = build.build_targets(scenario.sources(), targets, ("-Os", "-g0", "-std=c++20"),
@@ -218,7 +222,8 @@ def asan(cxx: build.Toolchain) -> dict[str, Path]:
         build.build_executable({"probe.cpp": "int main() { return 0; }\n"}, "asan_probe",
                                ASAN_FLAGS)
     except build.BuildError as error:
-        pytest.skip(f"cannot link with -fsanitize=address (libasan): {error.reason}")
+        pytest.skip(f"cannot link with -fsanitize=address (apt-get install libasan8): "
+                    f"{error.reason}")
     folders = {}
     for name in ("siof", "cross_object_init_order"):
         scenario = build.SCENARIOS[name]
@@ -418,7 +423,7 @@ def elfpatch_slots(path: Path) -> list[tuple[int, int, str]]:
 def slot_fixture(machine: str, layout: str, variant: str) -> Path:
     toolchain = build.host_toolchain() if machine == "x86_64" else build.cross_toolchain(machine)
     if toolchain is None or not toolchain.available():
-        pytest.skip(f"no {machine} C++ compiler installed")
+        pytest.skip(f"no {machine} C++ compiler installed (apt-get install {cxx_package(machine)})")
     flags = ["-O1", *LAYOUTS[layout], *VARIANT_FLAGS[variant]]
     name = f"slots-{machine}-{layout}-{variant}"
     if layout == "shared":

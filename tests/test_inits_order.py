@@ -13,12 +13,11 @@ from pathlib import Path
 
 import pytest
 from conftest import require_tool
+from elfpatch.fixtures import build
 from support.readelf import readelf_sections, readelf_symbols
 
 from elfpatch.analysis.initializers import list_initializers
 from elfpatch.elf.file import ElfFile
-
-build = pytest.importorskip("elfpatch.fixtures.build")
 
 UNIT = """
 #include <cstdio>
@@ -60,12 +59,13 @@ def printed_units(path: str, toolchain: object = None) -> list[str]:
 
 def _toolchain(machine: str) -> object:
     if not build.compiler_available():
-        pytest.skip("no C++ compiler installed")
+        pytest.skip("no C++ compiler installed (apt-get install g++)")
     if machine == "x86_64":
         return build.host_toolchain()
     toolchain = build.cross_toolchain(machine)
     if toolchain is None:
-        pytest.skip(f"no {machine} cross compiler installed")
+        pytest.skip(f"no {machine} cross compiler installed "
+                    f"(apt-get install g++-{machine}-linux-gnu)")
     return toolchain
 
 
@@ -90,9 +90,9 @@ def test_executable_order_matches_run(machine: str, layout: str, order: tuple[st
     # The dictionary order is the link order.
     program = build.build_executable(sources, "prog", LAYOUTS[layout], toolchain=toolchain)
     predicted = predicted_units(str(program))
-    if not getattr(toolchain, "runner", None) and machine != "x86_64" \
-            and not toolchain.runner_available():  # type: ignore[attr-defined]
-        pytest.skip("qemu-user not installed: cannot run the aarch64 program")
+    if not toolchain.runner_available():  # type: ignore[attr-defined]
+        pytest.skip("qemu-aarch64 is not installed: cannot run the aarch64 program "
+                    "(apt-get install qemu-user)")
     assert predicted == printed_units(str(program), toolchain)
     if with_priority:
         assert predicted[0] == "t2.cpp"

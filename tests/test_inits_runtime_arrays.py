@@ -136,7 +136,7 @@ def built() -> Path:
         return build.build_targets(SOURCES, TARGETS, toolchain=toolchain("x86_64"),
                                    label="inits-runtime-arrays")
     except build.BuildError as error:
-        pytest.skip(f"cannot link with g++ here: {error}")
+        pytest.skip(f"cannot link with g++ here (apt-get install g++): {error}")
 
 
 def _run(program: Path) -> tuple[list[str], list[str]]:

@@ -120,6 +120,41 @@ def test_no_import_goes_up_a_layer() -> None:
     assert upward == []
 
 
+def import_circles() -> list[list[str]]:
+    """Groups of modules that import one another, directly or through others (Tarjan)."""
+    graph = {name: sorted({item.target for item in imports_of(name, path)} - {name})
+             for name, path in modules().items()}
+    order: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    circles: list[list[str]] = []
+
+    def visit(name: str) -> None:
+        order[name] = low[name] = len(order)
+        stack.append(name)
+        for target in graph.get(name, []):
+            if target not in order:
+                visit(target)
+                low[name] = min(low[name], low[target])
+            elif target in stack:
+                low[name] = min(low[name], order[target])
+        if low[name] == order[name]:
+            group = stack[stack.index(name):]
+            del stack[stack.index(name):]
+            if len(group) > 1:
+                circles.append(sorted(group))
+
+    for name in graph:
+        if name not in order:
+            visit(name)
+    return circles
+
+
+def test_no_modules_import_each_other() -> None:
+    """A circle, even one closed only under TYPE_CHECKING, means two modules are one."""
+    assert import_circles() == []
+
+
 def test_the_import_reader_sees_function_level_imports() -> None:
     """The check above would pass on anything if the reader missed imports."""
     found = imports_of("elfpatch.api", PACKAGE / "api.py")

@@ -287,7 +287,7 @@ def test_described_x86_64_level_picks_glibc_hwcaps(layout: Layout,
 def test_default_glibc_is_this_hosts() -> None:
     interpreter = "/lib64/ld-linux-x86-64.so.2"
     if not Path(interpreter).is_file():
-        pytest.skip(f"no {interpreter} to ask for its version")
+        pytest.skip(f"no {interpreter} to ask for its version (apt-get install libc6)")
     done = subprocess.run([interpreter, "--version"], capture_output=True, text=True,
                           timeout=60)
     match = re.search(r"version (\d+\.\d+)", done.stdout)

@@ -51,5 +51,5 @@ def test_the_licence_is_declared_and_shipped() -> None:
     try:
         installed = metadata.metadata("elfpatch")
     except metadata.PackageNotFoundError:
-        pytest.skip("elfpatch is not installed")
+        pytest.skip("elfpatch is not installed (pip install -e .)")
     assert installed.get("License-Expression") == "MIT"

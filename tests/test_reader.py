@@ -56,7 +56,7 @@ lief.logging.disable()
 def path_of(name: str) -> Path:
     if name == "libstdc++":
         if not LIBSTDCXX.exists():
-            pytest.skip(f"no system libstdc++ at {LIBSTDCXX}")
+            pytest.skip(f"no system libstdc++ at {LIBSTDCXX} (apt-get install libstdc++6)")
         return LIBSTDCXX
     machine, _, variant = name.partition("-")
     flags = {"": [], "sysv": ["-Wl,--hash-style=sysv"],

@@ -97,7 +97,7 @@ def test_the_readme_shows_commands() -> None:
 
 def test_every_readme_command_runs_as_written(tmp_path: Path) -> None:
     if not Path(sys.executable).with_name("elfpatch").exists():
-        pytest.skip("elfpatch is not installed beside this interpreter")
+        pytest.skip("elfpatch is not installed beside this interpreter (pip install -e .)")
     environment = {**os.environ,
                    "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
                    "NO_COLOR": "1"}

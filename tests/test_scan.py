@@ -123,7 +123,7 @@ def test_types_kinds_and_demangling(platform_name: str) -> None:
 def test_system_libstdcxx() -> None:
     libstdcxx = Path("/usr/lib/x86_64-linux-gnu/libstdc++.so.6")
     if not libstdcxx.exists():
-        pytest.skip("no system libstdc++ at the Debian path")
+        pytest.skip("no system libstdc++ at the Debian path (apt-get install libstdc++6)")
     document = scan_json(libstdcxx)
     expected = readelf_unique(libstdcxx)
     assert expected and reported(document) == expected

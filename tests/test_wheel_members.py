@@ -36,7 +36,7 @@ def library(cxx: object) -> bytes:
 def inflater(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """Members inflated by ISA-L (skipped where it is not installed), or by zlib."""
     if request.param == "isal":
-        pytest.importorskip("isal", reason="isal is not installed")
+        pytest.importorskip("isal", reason="isal is not installed (pip install isal)")
     else:
         monkeypatch.setitem(sys.modules, "isal", None)  # its import now fails
     zipread.deflate_module.cache_clear()

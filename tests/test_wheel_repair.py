@@ -28,6 +28,7 @@ import pytest
 from elfpatch.fixtures import build as fixture_build
 from support.build import invoke
 from support.record import assert_record_matches, record_rows
+from support.tools import require_module
 from support.zipcraft import Entry, build, wheel_entries, with_record
 
 from elfpatch import deflate_splice, zipread
@@ -88,7 +89,7 @@ def _inflaters() -> list[object]:
 def test_a_spliced_stream_decodes_to_the_new_content(level: int, where: str,
                                                      tmp_path: Path) -> None:
     if not deflate_splice.block_inflate_available():
-        pytest.skip("zlib cannot be loaded through ctypes here")
+        pytest.skip("zlib cannot be loaded through ctypes here (apt-get install zlib1g)")
     old = _text(3 << 20, seed=level)
     new = bytearray(old)
     places = {"start": [10], "middle": [len(old) // 2], "end": [len(old) - 3],
@@ -111,7 +112,7 @@ def test_a_spliced_stream_decodes_to_the_new_content(level: int, where: str,
 def test_block_starts_are_sampled_not_all_kept() -> None:
     """A stream of tiny blocks does not make a list as long as the content."""
     if not deflate_splice.block_inflate_available():
-        pytest.skip("zlib cannot be loaded through ctypes here")
+        pytest.skip("zlib cannot be loaded through ctypes here (apt-get install zlib1g)")
     data = _text(1 << 20, seed=3)
     packer = zlib.compressobj(6, zlib.DEFLATED, -15)
     stream = b"".join(packer.compress(data[i : i + 64]) + packer.flush(zlib.Z_FULL_FLUSH)
@@ -128,7 +129,7 @@ def test_block_starts_are_sampled_not_all_kept() -> None:
 ])
 def test_block_inflate_refuses_broken_streams(damage: object, words: str) -> None:
     if not deflate_splice.block_inflate_available():
-        pytest.skip("zlib cannot be loaded through ctypes here")
+        pytest.skip("zlib cannot be loaded through ctypes here (apt-get install zlib1g)")
     data = _text(200_000, seed=5)
     stream = damage(zlib.compress(data, 6, -15))  # type: ignore[operator]
     with pytest.raises(deflate_splice.InflateError, match=words):
@@ -138,7 +139,7 @@ def test_block_inflate_refuses_broken_streams(damage: object, words: str) -> Non
 
 def test_block_inflate_caps_output_at_the_declared_size() -> None:
     if not deflate_splice.block_inflate_available():
-        pytest.skip("zlib cannot be loaded through ctypes here")
+        pytest.skip("zlib cannot be loaded through ctypes here (apt-get install zlib1g)")
     stream = zlib.compress(bytes(50 << 20), 9, -15)
     produced = 0
     with pytest.raises(deflate_splice.InflateError, match="past its stated 1000 bytes"):
@@ -188,7 +189,7 @@ def _raw(path: Path, name: str) -> bytes:
 def test_a_large_library_keeps_its_untouched_compressed_blocks(big_wheel: Path,
                                                                tmp_path: Path) -> None:
     if not deflate_splice.block_inflate_available():
-        pytest.skip("zlib cannot be loaded through ctypes here")
+        pytest.skip("zlib cannot be loaded through ctypes here (apt-get install zlib1g)")
     out = tmp_path / "out"
     result = invoke("fix", str(big_wheel), "-w", str(out))
     assert result.exit_code == 0, result.stderr
@@ -390,7 +391,7 @@ def _schema() -> dict[str, object]:
 
 
 def test_the_json_document_follows_its_shipped_schema(wheel: Path, tmp_path: Path) -> None:
-    jsonschema = pytest.importorskip("jsonschema")
+    jsonschema = require_module("jsonschema")
     broken = tmp_path / "broken-1.0-py3-none-any.whl"
     broken.write_bytes(b"PK\x05\x06" + bytes(18))
     runs = {
@@ -550,7 +551,7 @@ def test_the_benchmark_script_runs_end_to_end(wheel: Path) -> None:
     checks (the timings mean nothing at this size)."""
     script = Path(__file__).resolve().parent.parent / "benchmarks" / "wheel_fix.py"
     if subprocess.run(["sh", "-c", "command -v unzip"], capture_output=True).returncode:
-        pytest.skip("unzip is not installed")
+        pytest.skip("unzip is not installed (apt-get install unzip)")
     run = subprocess.run([sys.executable, str(script), "--runs", "1", "--warmup", "0",
                           str(wheel)], capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr

@@ -46,6 +46,19 @@ SHN_XINDEX = 0xFFFF
 PT_LOAD = 1
 PT_DYNAMIC = 2
 PT_INTERP = 3
+PT_NOTE = 4
+PT_PHDR = 6
+PT_TLS = 7
+PT_GNU_EH_FRAME = 0x6474E550
+
+# Section header flags
+SHF_ALLOC = 0x2
+
+# Sizes of the ELF header and of one program header, by ELF class (32 or 64),
+# and where sh_info sits inside a section header.
+EHDR_SIZE = {32: 52, 64: 64}
+PHDR_SIZE = {32: 32, 64: 56}
+SH_INFO_OFFSET = {32: 28, 64: 44}
 
 # Symbol binding, type, visibility
 STB_LOCAL = 0
@@ -150,7 +163,9 @@ DT_GNU_HASH = 0x6FFFFEF5
 DT_VERSYM = 0x6FFFFFF0
 DT_FLAGS_1 = 0x6FFFFFFB
 DT_VERDEF = 0x6FFFFFFC
+DT_VERDEFNUM = 0x6FFFFFFD
 DT_VERNEED = 0x6FFFFFFE
+DT_VERNEEDNUM = 0x6FFFFFFF
 
 DF_1_NODELETE = 0x8
 

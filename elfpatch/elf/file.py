@@ -185,6 +185,13 @@ class ElfFile:
         self.check_range(offset, struct.calcsize(full), what)
         return struct.unpack_from(full, self.view, offset)
 
+    def unpack_if_inside(self, fmt: str, offset: int) -> tuple[int, ...] | None:
+        """The fields at ``offset``, or None when they do not all lie inside the file."""
+        full = self.byte_order + fmt
+        if offset < 0 or offset + struct.calcsize(full) > self.size:
+            return None
+        return struct.unpack_from(full, self.view, offset)
+
     def bytes_at(self, offset: int, size: int, what: str) -> memoryview:
         self.check_range(offset, size, what)
         return self.view[offset : offset + size]

@@ -188,3 +188,32 @@ def _count_without_hashed_symbols(elf: ElfFile, table: GnuHashTable) -> int:
         return sections[0].size // sections[0].entsize
     named = [max(t.symbol_indices) + 1 for t in dynamic_relocation_tables(elf) if t.count]
     return max([table.symoffset, 1, *named])
+
+
+# -- extents, without trusting the tables -------------------------------------------
+
+def gnu_hash_table_end(elf: ElfFile, offset: int, count: int) -> int | None:
+    """Where the GNU hash table at ``offset`` ends: header, Bloom filter, buckets, and a
+    chain entry per hashed symbol (none when every bucket is empty: see
+    ``gnu_hash_symbol_count``); ``count``: .dynsym's size.  None when its header is not
+    inside the file."""
+    header = elf.unpack_if_inside("IIII", offset)
+    if header is None:
+        return None
+    nbuckets, symoffset, bloom_size, _shift = header
+    buckets = offset + 16 + bloom_size * elf.word_size
+    end = buckets + 4 * nbuckets
+    if end <= elf.size and bytes(elf.view[buckets:end]).strip(b"\0"):
+        end += 4 * max(count - symoffset, 0)
+    return end
+
+
+def sysv_hash_table_end(elf: ElfFile, offset: int) -> int | None:
+    """Where the System V hash table at ``offset`` ends; None when its header is not
+    inside the file."""
+    size = sysv_entry_size(elf)
+    header = elf.unpack_if_inside("II" if size == 4 else "QQ", offset)
+    if header is None:
+        return None
+    nbucket, nchain = header
+    return offset + (2 + nbucket + nchain) * size

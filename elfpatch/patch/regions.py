@@ -21,20 +21,18 @@ regions and a binary search per edit, not a step per symbol.
 
 from __future__ import annotations
 
-import struct
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
 
 from elfpatch.elf import constants as C
+from elfpatch.elf.dynamic import DynamicValues, entries_at, first_values
 from elfpatch.elf.file import ElfFile, Section
-from elfpatch.elf.hashes import sysv_entry_size
+from elfpatch.elf.hashes import gnu_hash_table_end, sysv_hash_table_end
 from elfpatch.elf.symbols import DYNSYM, SYMTAB, SymbolTable, read_dynsym
+from elfpatch.elf.versions import VERDEF, VERNEED, ChainLayout, version_table_end
 from elfpatch.errors import CorruptElfError
-
-if TYPE_CHECKING:
-    from elfpatch.patch.reorder import Edit
+from elfpatch.patch.edit import Edit
 
 # The kinds of table an edit may belong to; the symbol tables are known by their
 # names, DYNSYM and SYMTAB.
@@ -47,13 +45,11 @@ SYMTAB_SHNDX = ".symtab_shndx"
 SECTION_HEADERS = "section header table"
 OTHER = "other"  # a region no edit may touch
 
-_SHF_ALLOC = 0x2
-_PT_NOTE, _PT_PHDR, _PT_TLS, _PT_GNU_EH_FRAME = 4, 6, 7, 0x6474E550
-_DT_VERDEFNUM, _DT_VERNEEDNUM = 0x6FFFFFFD, 0x6FFFFFFF
 # Segments that hold a table of their own (PT_LOAD and PT_GNU_RELRO span many).
 _TABLE_SEGMENTS = {C.PT_DYNAMIC: "dynamic segment", C.PT_INTERP: "interpreter path",
-                   _PT_NOTE: "note segment", _PT_PHDR: "PT_PHDR segment",
-                   _PT_TLS: "TLS initialization image", _PT_GNU_EH_FRAME: "unwind table index"}
+                   C.PT_NOTE: "note segment", C.PT_PHDR: "PT_PHDR segment",
+                   C.PT_TLS: "TLS initialization image",
+                   C.PT_GNU_EH_FRAME: "unwind table index"}
 _SECTION_KINDS = {C.SHT_DYNSYM: DYNSYM, C.SHT_SYMTAB: SYMTAB, C.SHT_GNU_VERSYM: VERSYM,
                   C.SHT_GNU_HASH: GNU_HASH, C.SHT_HASH: SYSV_HASH, C.SHT_SYMTAB_SHNDX: SYMTAB_SHNDX}
 
@@ -195,9 +191,9 @@ def check_edits(elf: ElfFile, edits: Sequence[Edit]) -> None:
 
 def _header_regions(elf: ElfFile) -> list[Region]:
     h = elf.header
-    found = [Region(0, 64 if h.elf_class == 64 else 52, OTHER, "the ELF header")]
+    found = [Region(0, C.EHDR_SIZE[h.elf_class], OTHER, "the ELF header")]
     if h.phoff and elf.segments:
-        size = 56 if h.elf_class == 64 else 32
+        size = C.PHDR_SIZE[h.elf_class]
         found.append(Region(h.phoff, h.phoff + len(elf.segments) * size, OTHER,
                             "the program header table"))
     if h.shoff and elf.sections:
@@ -236,13 +232,10 @@ def _section_kind(section: Section, owners: dict[str, int | None]) -> str:
         return DYNAMIC_RELOCATIONS
     if section.link == owners[SYMTAB]:
         return STATIC_RELOCATIONS
-    return DYNAMIC_RELOCATIONS if section.flags & _SHF_ALLOC else OTHER
+    return DYNAMIC_RELOCATIONS if section.flags & C.SHF_ALLOC else OTHER
 
 
 # -- the regions, from the dynamic table ------------------------------------------------------
-
-_Values = dict[int, int]  # the first value of each tag of one dynamic table
-
 
 def _dynamic_regions(elf: ElfFile, home: bool) -> list[Region]:
     """The tables every reading of the dynamic table points at.
@@ -260,40 +253,19 @@ def _dynamic_regions(elf: ElfFile, home: bool) -> list[Region]:
     return found
 
 
-def _readings(elf: ElfFile) -> list[_Values]:
+def _readings(elf: ElfFile) -> list[DynamicValues]:
     """The writer's reading of the dynamic table first, then any other that differs."""
-    readings = [_first_values(elf.dynamic)]
+    readings = [first_values(elf.dynamic)]
     locations = [(s.offset, s.size) for s in elf.sections_of_type(C.SHT_DYNAMIC)]
     for segment in elf.segments:
         if segment.type == C.PT_DYNAMIC:
             start = _to_offset(elf, segment.vaddr)
             locations.append((segment.offset if start is None else start, elf.size))
     for offset, size in locations:
-        values = _first_values(_entries(elf, offset, size))
+        values = first_values(entries_at(elf, offset, size))
         if values and values not in readings:
             readings.append(values)
     return readings
-
-
-def _first_values(entries: Iterable[tuple[int, int]]) -> _Values:
-    values: _Values = {}
-    for tag, value in entries:
-        values.setdefault(tag, value)
-    return values
-
-
-def _entries(elf: ElfFile, offset: int, size: int) -> list[tuple[int, int]]:
-    """(tag, value) from ``offset`` up to DT_NULL, ``size`` bytes or the end of the file."""
-    fmt = elf.byte_order + ("iI" if elf.word_size == 4 else "qQ")
-    step = 2 * elf.word_size
-    stop = min(offset + size, elf.size, offset + step * (1 << 16))
-    found = []
-    for at in range(max(offset, 0), stop - step + 1, step):
-        tag, value = struct.unpack_from(fmt, elf.view, at)
-        if tag == C.DT_NULL:
-            break
-        found.append((tag, value))
-    return found
 
 
 def _to_offset(elf: ElfFile, address: int) -> int | None:
@@ -315,7 +287,8 @@ _SIZED = ((C.DT_STRTAB, C.DT_STRSZ, OTHER, "the DT_STRTAB strings"),
           (C.DT_PREINIT_ARRAY, C.DT_PREINIT_ARRAYSZ, OTHER, "the DT_PREINIT_ARRAY"))
 
 
-def _pointed_regions(elf: ElfFile, values: _Values, dynsym: SymbolTable | None) -> list[Region]:
+def _pointed_regions(elf: ElfFile, values: DynamicValues,
+                     dynsym: SymbolTable | None) -> list[Region]:
     """The tables one reading of the dynamic table points at, each as long as it is."""
     found = []
     for address, size, kind, name in _SIZED:
@@ -328,16 +301,14 @@ def _pointed_regions(elf: ElfFile, values: _Values, dynsym: SymbolTable | None) 
         found += _gnu_hash_region(elf, _offset(elf, values, C.DT_GNU_HASH,
                                                "the DT_GNU_HASH table"), count)
         found += _sysv_hash_region(elf, _offset(elf, values, C.DT_HASH, "the DT_HASH table"))
-    found += _chained(elf, _offset(elf, values, C.DT_VERNEED, "the DT_VERNEED table"),
-                      values.get(_DT_VERNEEDNUM), "the DT_VERNEED table",
-                      entry=("HHIII", 16, 1, 3, 4), aux=("IHHII", 16, 4))
-    found += _chained(elf, _offset(elf, values, C.DT_VERDEF, "the DT_VERDEF table"),
-                      values.get(_DT_VERDEFNUM), "the DT_VERDEF table",
-                      entry=("HHHHIII", 20, 3, 5, 6), aux=("II", 8, 1))
+    found += _version_region(elf, values, C.DT_VERNEED, C.DT_VERNEEDNUM, VERNEED,
+                             "the DT_VERNEED table")
+    found += _version_region(elf, values, C.DT_VERDEF, C.DT_VERDEFNUM, VERDEF,
+                             "the DT_VERDEF table")
     return found
 
 
-def _offset(elf: ElfFile, values: _Values, tag: int, name: str) -> int | None:
+def _offset(elf: ElfFile, values: DynamicValues, tag: int, name: str) -> int | None:
     address = values.get(tag)
     return None if address is None else _mapped(elf, address, name)
 
@@ -361,64 +332,23 @@ def _mapped(elf: ElfFile, address: int, name: str) -> int:
 
 
 def _gnu_hash_region(elf: ElfFile, offset: int | None, count: int) -> list[Region]:
-    """Header, Bloom filter, buckets, and a chain entry per hashed symbol (none when
-    every bucket is empty: see ``gnu_hash_symbol_count``)."""
-    header = None if offset is None else _unpack(elf, "IIII", offset)
-    if offset is None or header is None:
+    end = None if offset is None else gnu_hash_table_end(elf, offset, count)
+    if offset is None or end is None:
         return []
-    nbuckets, symoffset, bloom_size, _shift = header
-    buckets = offset + 16 + bloom_size * elf.word_size
-    end = buckets + 4 * nbuckets
-    if end <= elf.size and bytes(elf.view[buckets:end]).strip(b"\0"):
-        end += 4 * max(count - symoffset, 0)
     return [Region(offset, end, GNU_HASH, "the DT_GNU_HASH table")]
 
 
 def _sysv_hash_region(elf: ElfFile, offset: int | None) -> list[Region]:
-    size = sysv_entry_size(elf)
-    header = None if offset is None else _unpack(elf, "II" if size == 4 else "QQ", offset)
-    if offset is None or header is None:
+    end = None if offset is None else sysv_hash_table_end(elf, offset)
+    if offset is None or end is None:
         return []
-    nbucket, nchain = header
-    return [Region(offset, offset + (2 + nbucket + nchain) * size, SYSV_HASH,
-                   "the DT_HASH table")]
+    return [Region(offset, end, SYSV_HASH, "the DT_HASH table")]
 
 
-def _chained(elf: ElfFile, start: int | None, count: int | None, name: str,
-             entry: tuple[str, int, int, int, int], aux: tuple[str, int, int]) -> list[Region]:
-    """The span of a version table: entries linked by ``next`` offsets, each with aux entries.
-
-    ``entry``: (format, size, index of the aux count, of the aux offset, of
-    the next offset); ``aux``: (format, size, index of its next offset).
-    The walk stops at the counts the table gives and at the end of the file.
-    """
+def _version_region(elf: ElfFile, values: DynamicValues, tag: int, count_tag: int,
+                    layout: ChainLayout, name: str) -> list[Region]:
+    start = _offset(elf, values, tag, name)
     if start is None:
         return []
-    fmt, size, cnt_at, aux_at, next_at = entry
-    aux_fmt, aux_size, aux_next_at = aux
-    end, here = start, start
-    for _ in range(min(count or 0, 1 << 16)):
-        fields = _unpack(elf, fmt, here)
-        if fields is None:
-            break
-        end = max(end, here + size)
-        there = here + fields[aux_at]
-        for _ in range(min(fields[cnt_at], 1 << 16)):
-            aux_fields = _unpack(elf, aux_fmt, there)
-            if aux_fields is None:
-                break
-            end = max(end, there + aux_size)
-            if not aux_fields[aux_next_at]:
-                break
-            there += aux_fields[aux_next_at]
-        if not fields[next_at]:
-            break
-        here += fields[next_at]
+    end = version_table_end(elf, start, values.get(count_tag), layout)
     return [Region(start, end, OTHER, name)] if end > start else []
-
-
-def _unpack(elf: ElfFile, fmt: str, offset: int) -> tuple[int, ...] | None:
-    full = elf.byte_order + fmt
-    if offset < 0 or offset + struct.calcsize(full) > elf.size:
-        return None
-    return struct.unpack_from(full, elf.view, offset)

@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
+from elfpatch.elf import constants as C
 from elfpatch.elf.columns import column, pack_column
 from elfpatch.elf.file import ElfFile, Section
 from elfpatch.elf.hashes import (
@@ -29,17 +30,7 @@ from elfpatch.elf.hashes import (
 from elfpatch.elf.relocations import RelocationTable
 from elfpatch.elf.symbols import SymbolTable
 from elfpatch.patch import regions
-
-
-@dataclass(frozen=True)
-class Edit:
-    """Bytes to write at a file offset, what they are (for reports and tests), and the
-    kind of table they must lie in (one of the kinds of ``regions.py``)."""
-
-    offset: int
-    data: bytes | bytearray
-    what: str
-    table: str
+from elfpatch.patch.edit import Edit
 
 
 @dataclass(frozen=True)
@@ -123,7 +114,7 @@ def reordered_entries(data: bytes | bytearray | memoryview, size: int,
 
 def sh_info_field(elf: ElfFile, section: Section) -> int:
     """File offset of ``section``'s sh_info in its section header."""
-    return section.header_offset + (44 if elf.header.elf_class == 64 else 28)
+    return section.header_offset + C.SH_INFO_OFFSET[elf.header.elf_class]
 
 
 def sh_info_edit(elf: ElfFile, section: Section, value: int, what: str) -> Edit:

@@ -23,9 +23,10 @@ from elfpatch.elf.symbols import (
 )
 from elfpatch.errors import UnsupportedElfError
 from elfpatch.patch import regions, reorder
+from elfpatch.patch.edit import Edit
 from elfpatch.patch.plan import TARGET_GLOBAL, TARGET_LOCAL, TARGET_WEAK_HIDDEN, LibraryPlan
 from elfpatch.patch.regions import check_edits
-from elfpatch.patch.reorder import Edit, Reordering
+from elfpatch.patch.reorder import Reordering
 
 
 def new_info_other(info: int, other: int, target: str) -> tuple[int, int]:

@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from elfpatch.patch.reorder import Edit
+from elfpatch.patch.edit import Edit
 from elfpatch.patch.staging import ScratchFile
 
 

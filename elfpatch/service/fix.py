@@ -104,8 +104,7 @@ def _open(item: FixInput) -> ElfFile:
     try:
         elf = ElfFile.open(item.path)
     except ElfpatchError as error:
-        error.path = item.label
-        raise
+        raise error.relabelled(item.label) from None
     elf.name = item.label
     return elf
 

@@ -322,9 +322,8 @@ class _WheelJob:
         inflated = self._inflate_all(archive, members, rows)
         planned = self._plan(archive, inflated, rows, record.name)
         if planned.errors:
-            for error in planned.errors:
-                error.path = f"{archive.name}:{error.path}"
-            self.result.errors.extend(planned.errors)
+            self.result.errors.extend(error.relabelled(f"{archive.name}:{error.path}")
+                                      for error in planned.errors)
             return
         self.result.plan = planned.plan
         pairs = planned.pairs()
@@ -425,7 +424,7 @@ class _WheelJob:
                 write_patched_input(FixInput(name, item.scratch.path), plan, patched)
             except ElfpatchError as error:  # it names the member; the wheel goes first
                 if error.path == name:
-                    error.path = archive.label(item.member)
+                    raise error.relabelled(archive.label(item.member)) from None
                 raise
             return _splice(archive, item, patched, plan, rows[name],
                            fresh[0] if os.getpid() == owner else fresh[1])

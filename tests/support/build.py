@@ -13,9 +13,12 @@ sources, the flags and the compiler's identity.
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
 import os
 import shutil
 import subprocess
+import threading
 import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,6 +30,8 @@ from click.testing import CliRunner
 from elfpatch.fixtures import build
 
 from elfpatch.cli import main
+from elfpatch.elf.file import ElfFile
+from support import tools
 
 # The smaller library the fix tests build (programs linked against it print
 # use_all()=17); STATICS below adds thread_local and inline variables to it.
@@ -148,25 +153,28 @@ def platform(name: str) -> Platform:
 @functools.cache
 def _find_platform(name: str) -> Platform | str:
     if not build.compiler_available():
-        return "no C++ compiler (g++) installed"
+        return "no C++ compiler (g++) installed (apt-get install g++)"
     if name == "host":
         return Platform("host", build.host_toolchain())
     if name == "aarch64":
         toolchain = build.cross_toolchain("aarch64")
-        return Platform(name, toolchain) if toolchain else "aarch64-linux-gnu-g++ is not installed"
+        return Platform(name, toolchain) if toolchain else (
+            "aarch64-linux-gnu-g++ is not installed (apt-get install g++-aarch64-linux-gnu)")
     if name == "32bit":
         multilib = Platform(name, build.host_toolchain(), ("-m32",))
         if _builds(multilib):
             return multilib
         toolchain = build.cross_toolchain("i686")
         return (Platform(name, toolchain) if toolchain else
-                "neither g++ -m32 (multilib) nor i686-linux-gnu-g++ is usable")
+                "neither g++ -m32 (multilib) nor i686-linux-gnu-g++ is usable "
+                "(apt-get install g++-i686-linux-gnu)")
     if name == "bigendian":
         for machine in ("s390x", "powerpc64"):
             toolchain = build.cross_toolchain(machine)
             if toolchain is not None:
                 return Platform(name, toolchain)
-        return "no big-endian cross g++ (s390x-linux-gnu-g++, powerpc64-linux-gnu-g++)"
+        return ("no big-endian cross g++ (s390x-linux-gnu-g++, powerpc64-linux-gnu-g++) "
+                "(apt-get install g++-s390x-linux-gnu)")
     raise ValueError(name)
 
 
@@ -179,10 +187,7 @@ def _builds(candidate: Platform) -> bool:
 
 
 def require_tool(name: str) -> str:
-    path = shutil.which(name)
-    if path is None:
-        pytest.skip(f"{name} is not installed")
-    return path
+    return tools.require_tool(name)
 
 
 # -- files derived from a build -------------------------------------------------
@@ -191,15 +196,53 @@ def compile_linked(compiler: str, language: str, output: Path, source: str, *,
                    soname: str | None = None, needed: Sequence[Path] = (),
                    flags: Sequence[str] = ()) -> Path:
     """Compile ``source`` (``language``: c or c++) at -O0 into ``output``, a shared library
-    when ``soname`` is given; ``needed`` become DT_NEEDED in this order."""
+    when ``soname`` is given; ``needed`` become DT_NEEDED in this order.
+
+    Built once in the shared build cache, keyed by everything the output depends on,
+    and copied to ``output``.
+    """
     output.parent.mkdir(parents=True, exist_ok=True)
-    command = [compiler, "-O0", "-o", str(output), "-x", language, "-", "-x", "none",
-               "-Wl,--no-as-needed", *map(str, needed), *flags]
+    arguments = ["-O0", "-x", language, "-", "-x", "none", "-Wl,--no-as-needed",
+                 *map(str, needed), *flags]
     if soname is not None:
-        command += ["-shared", "-fPIC", f"-Wl,-soname,{soname}"]
+        arguments += ["-shared", "-fPIC", f"-Wl,-soname,{soname}"]
+    cached = _linked_in_cache(compiler, arguments, source, needed)
+    shutil.copy2(cached, output)
+    return output
+
+
+def _linked_in_cache(compiler: str, arguments: list[str], source: str,
+                     needed: Sequence[Path]) -> Path:
+    """The output of ``compiler -o OUT arguments`` with ``source`` on stdin, from the cache."""
+    key = json.dumps({"compiler": _identity(compiler), "arguments": arguments,
+                      "source": source, "needed": [_needed_key(path) for path in needed]})
+    digest = hashlib.sha256(key.encode()).hexdigest()[:24]
+    cached = build.cache_root() / "linked" / digest
+    if cached.is_file():
+        return cached
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    partial = cached.with_name(f".{digest}-{os.getpid()}-{threading.get_ident()}")
+    command = [compiler, "-o", str(partial), *arguments]
     done = subprocess.run(command, input=source, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, f"{' '.join(command)}\n{done.stderr}"
-    return output
+    partial.replace(cached)  # whole or not at all, whoever builds it at the same time
+    return cached
+
+
+@functools.cache
+def _identity(compiler: str) -> str:
+    path = shutil.which(compiler) or compiler
+    version = subprocess.run([path, "--version"], capture_output=True, text=True).stdout
+    return f"{path}\n{version}"
+
+
+def _needed_key(path: Path) -> tuple[str, str]:
+    """What a needed library puts in the output: its DT_SONAME when it has one (then its
+    folder does not matter), else the path as given; and its bytes, for its symbols."""
+    data = path.read_bytes()
+    with ElfFile(data, str(path)) as elf:
+        named = elf.soname is not None
+    return (path.name if named else str(path), hashlib.sha256(data).hexdigest())
 
 
 def remove_section_headers(source: Path, destination: Path) -> Path:

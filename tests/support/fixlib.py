@@ -31,6 +31,7 @@ from elfpatch.fixtures import build
 from elfpatch.regular_file import TEMPORARY_MARK
 
 from .build import invoke, remove_section_headers, require_tool
+from .tools import require_module
 
 MODES = ("local", "weak-hidden", "global")
 
@@ -431,7 +432,7 @@ def _dynamic_segment(elf: Any) -> Any:
 
 
 def lief_symbols(path: Path) -> SymbolView:
-    lief = pytest.importorskip("lief")
+    lief = require_module("lief")
     binary = lief.parse(str(path))
     assert binary is not None, f"LIEF cannot parse {path}"
     view: SymbolView = {}
@@ -489,7 +490,7 @@ def pyelftools_static_relocations(path: Path) -> list[tuple[str, int, str, str, 
 
 
 def lief_relocations(path: Path) -> list[Relocation]:
-    lief = pytest.importorskip("lief")
+    lief = require_module("lief")
     binary = lief.parse(str(path))
     relocations = [*binary.dynamic_relocations, *binary.pltgot_relocations]
     return sorted({(r.address, str(r.type), r.symbol.name if r.has_symbol else "", r.addend)

@@ -41,7 +41,8 @@ def printed(built: build.ScenarioBuild, program: str,
             env: dict[str, str] | None = None) -> dict[str, str]:
     """The ``key=value`` lines ``program`` prints (run under qemu for aarch64)."""
     if not built.toolchain.runner_available():
-        pytest.skip(f"cannot run {built.toolchain.name} programs: qemu-user not installed")
+        pytest.skip(f"cannot run {built.toolchain.name} programs: {built.toolchain.runner[0]} is "
+                    "not installed (apt-get install qemu-user)")
     result = built.run(program=program, env=env)
     assert result.returncode == 0, result.stderr
     pairs = (line.split("=", 1) for line in result.stdout.splitlines() if "=" in line)

@@ -17,7 +17,7 @@ import io
 import zipfile
 from pathlib import Path
 
-import pytest
+from .tools import require_module
 
 # Hash names PEP 427 refuses; WheelFile refuses them too, but say so plainly here.
 _WEAK_HASHES = ("md5=", "sha1=")
@@ -51,7 +51,7 @@ def assert_rows_match_members(path: Path) -> None:
 
 def assert_hashes_verified_by_wheel(path: Path) -> None:
     """Every member read through ``WheelFile``, which raises on a hash mismatch."""
-    wheelfile = pytest.importorskip("wheel.wheelfile")
+    wheelfile = require_module("wheel.wheelfile", "wheel")
     with wheelfile.WheelFile(path) as checked:
         for info in checked.infolist():
             if not info.is_dir():

@@ -23,7 +23,7 @@ for them and the events derived from it.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol
 
 from elfpatch.analysis.effects.addresses import AddressIndex, GotEntry
 from elfpatch.analysis.effects.names import (
@@ -56,7 +56,7 @@ from elfpatch.analysis.effects.summary import (
 if TYPE_CHECKING:
     from capstone import Cs
 
-    from elfpatch.analysis.effects.analyzer import EffectsAnalyzer
+    from elfpatch.elf.file import ElfFile
 
 class Value(NamedTuple):
     """What a register (or a stack slot) is known to hold."""
@@ -85,6 +85,27 @@ class Target(NamedTuple):
     external: bool  # called through the PLT/GOT
 
 
+class Analyzer(Protocol):
+    """What a walk asks of the analyzer that runs it (``analyzer.EffectsAnalyzer``): said
+    here, so that the walks need not import the analyzer that imports them."""
+
+    elf: ElfFile
+    index: AddressIndex
+    fixed_addresses: bool  # code may hold data addresses as immediates
+
+    @property
+    def disassembler(self) -> Cs: ...
+
+    @property
+    def detailed(self) -> Cs: ...
+
+    def in_image(self, address: int) -> bool: ...
+
+    def code_target(self, address: int) -> Target: ...
+
+    def registers_written(self, callee: Target) -> frozenset[str] | None: ...
+
+
 class FunctionWalk:
     """One linear sweep over one function; subclasses decode one instruction set."""
 
@@ -95,7 +116,7 @@ class FunctionWalk:
     # mnemonic -> handler(walk, address of the next instruction, operands)
     HANDLERS: ClassVar[dict[str, Callable[[Any, int, str], bool]]] = {}
 
-    def __init__(self, analyzer: EffectsAnalyzer, start: int, code: memoryview,
+    def __init__(self, analyzer: Analyzer, start: int, code: memoryview,
                  sized: bool, parameters: bool = False) -> None:
         self.analyzer, self.index = analyzer, analyzer.index
         self.start, self.code, self.sized = start, code, sized

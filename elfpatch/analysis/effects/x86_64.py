@@ -34,14 +34,10 @@ from __future__ import annotations
 
 import re
 import struct
-from typing import TYPE_CHECKING
 
-from elfpatch.analysis.effects.walk import FunctionWalk, Value, immediate, number
+from elfpatch.analysis.effects.walk import Analyzer, FunctionWalk, Value, immediate, number
 from elfpatch.elf.constants import EM_X86_64
 from elfpatch.errors import ElfpatchError
-
-if TYPE_CHECKING:
-    from elfpatch.analysis.effects.analyzer import EffectsAnalyzer
 
 MACHINE = EM_X86_64
 
@@ -120,7 +116,7 @@ class X86Walk(FunctionWalk):
         family = _X86_FAMILY.get(operands.partition(", ")[0])
         return (family,) if family is not None else ()
 
-    def __init__(self, analyzer: EffectsAnalyzer, start: int, code: memoryview,
+    def __init__(self, analyzer: Analyzer, start: int, code: memoryview,
                  sized: bool, parameters: bool = False) -> None:
         super().__init__(analyzer, start, code, sized, parameters)
         # A fixed-address executable has addresses as immediates and displacements.
