@@ -122,7 +122,7 @@ def _null_device(path: Path) -> None:
     try:
         os.mknod(path, stat.S_IFCHR | 0o666, os.makedev(1, 3))
     except PermissionError:
-        pytest.skip("making a device node needs root (CAP_MKNOD); run as root to test it")
+        pytest.skip("needs root: making a device node (CAP_MKNOD)")
 
 
 @pytest.mark.parametrize("kind", ["device", "fifo", "socket", "dangling-link",
@@ -170,7 +170,7 @@ def test_dev_null_is_never_replaced(library: Path) -> None:
                              str(library), "-o", "/dev/null"], capture_output=True, text=True,
                             timeout=300)
     if result.returncode == 99 or "unshare failed" in result.stderr:
-        pytest.skip(f"no private mount namespace here (needs root): {result.stderr.strip()}")
+        pytest.skip(f"needs root: a private mount namespace ({result.stderr.strip()})")
     assert "exit=2" in result.stdout, result.stdout + result.stderr
     assert "after=character special file 1,3" in result.stdout
     assert "not a regular file" in result.stderr and result.stderr.count("\n") == 1
@@ -306,7 +306,7 @@ def test_scratch_space_is_checked_before_it_is_used(library: Path, tmp_path: Pat
                             capture_output=True, text=True, timeout=600,
                             env={**os.environ, "SMALL": str(small), "WHEEL": str(wheel)})
     if result.returncode == 99:
-        pytest.skip(f"no private mount namespace here (needs root): {result.stderr.strip()}")
+        pytest.skip(f"needs root: a private mount namespace ({result.stderr.strip()})")
     assert "scan=2" in result.stdout and "fix=2" in result.stdout, result.stdout + result.stderr
     lines = result.stderr.splitlines()
     assert len(lines) == 2 and all(f"free in {small}" in line for line in lines), lines
@@ -330,7 +330,7 @@ def test_a_full_file_system_is_named_by_the_users_path(tmp_path: Path) -> None:
     unshare = require_tool("unshare")
     system = Path("/usr/lib/x86_64-linux-gnu/libstdc++.so.6")  # 2 MB: more than the room
     if not system.exists():
-        pytest.skip("no /usr/lib/x86_64-linux-gnu/libstdc++.so.6 (install libstdc++6)")
+        pytest.skip("no /usr/lib/x86_64-linux-gnu/libstdc++.so.6 (apt-get install libstdc++6)")
     lib = tmp_path / "libstdc++.so.6"
     shutil.copy2(system.resolve(), lib)
     small = tmp_path / "small"
@@ -340,7 +340,7 @@ def test_a_full_file_system_is_named_by_the_users_path(tmp_path: Path) -> None:
                              "fix", str(lib), "-o", str(small / "out.so")],
                             capture_output=True, text=True, timeout=300)
     if result.returncode == 99:
-        pytest.skip(f"no private mount namespace here (needs root): {result.stderr.strip()}")
+        pytest.skip(f"needs root: a private mount namespace ({result.stderr.strip()})")
     assert "exit=2" in result.stdout, result.stdout + result.stderr
     assert "No space left" in result.stderr and result.stderr.count("\n") == 1
     assert "elfpatch-tmp" not in result.stderr and "/proc/self/fd" not in result.stderr
