@@ -56,6 +56,7 @@ static int mapped(const struct stat *file) {
 int main(int argc, char **argv) {
     struct stat file;
     if (argc != 2 || stat(argv[1], &file) != 0) return 2;
+    if (mapped(&file)) { printf("error\talready mapped before dlopen\n"); return 0; }
     void *handle = dlopen(argv[1], RTLD_LAZY | RTLD_LOCAL);
     if (!handle) { printf("error\t%s\n", dlerror()); return 0; }
     dlclose(handle);
@@ -73,21 +74,31 @@ libc.dlerror.restype = ctypes.c_char_p
 libc.dlclose.argtypes = [ctypes.c_void_p]
 path = sys.argv[1]
 file = os.stat(path)
+
+
+def mapped():
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            fields = line.split()
+            major, minor = (int(part, 16) for part in fields[3].split(":"))
+            if int(fields[4]) == file.st_ino and os.makedev(major, minor) == file.st_dev:
+                return True
+    return False
+
+
+if mapped():  # ctypes itself needs libffi
+    print("error\talready mapped before dlopen")
+    sys.exit(0)
 handle = libc.dlopen(os.fsencode(path), os.RTLD_LAZY | os.RTLD_LOCAL)
 if not handle:
     print("error\t" + libc.dlerror().decode("utf-8", "replace"))
     sys.exit(0)
 libc.dlclose(handle)
-with open("/proc/self/maps") as maps:
-    for line in maps:
-        fields = line.split()
-        major, minor = (int(part, 16) for part in fields[3].split(":"))
-        if int(fields[4]) == file.st_ino and os.makedev(major, minor) == file.st_dev:
-            print("kept")
-            break
-    else:
-        print("unloaded")
+print("kept" if mapped() else "unloaded")
 """
+
+
+ALREADY_MAPPED = "already mapped before dlopen"
 
 
 @dataclass(frozen=True)
@@ -97,7 +108,8 @@ class Probe:
     loaded: bool
     unloaded: bool | None  # None when it did not load
     error: str = ""
-    debug: str = ""  # LD_DEBUG=bindings output, when asked for
+    debug: str = ""  # LD_DEBUG's output, when asked for
+    preloaded: bool = False  # the probe's host had it mapped already (ctypes needs libffi)
 
 
 def build_host(kind: str, folder: Path) -> list[str]:
@@ -112,17 +124,19 @@ def build_host(kind: str, folder: Path) -> list[str]:
     return [str(program)]
 
 
-def probe(host_command: Sequence[str], library: Path | str, *, bindings: bool = False,
+def probe(host_command: Sequence[str], library: Path | str, *, debug: str = "",
           timeout: float = 120) -> Probe:
     """dlopen, dlclose and /proc/self/maps of ``library`` in a fresh host process."""
     environment = {key: value for key, value in os.environ.items()
                    if not key.startswith("LD_")}
-    if bindings:
-        environment["LD_DEBUG"] = "bindings"
+    if debug:  # LD_DEBUG categories, e.g. "bindings,files"
+        environment["LD_DEBUG"] = debug
     done = subprocess.run([*host_command, str(library)], capture_output=True, text=True,
                           env=environment, timeout=timeout, check=False)
     lines = done.stdout.strip().splitlines()
     answer = lines[-1] if lines else f"error\thost exited {done.returncode}"
+    if answer == "error\t" + ALREADY_MAPPED:
+        return Probe(False, None, ALREADY_MAPPED, done.stderr, preloaded=True)
     if answer.startswith("error"):
         return Probe(False, None, answer.partition("\t")[2], done.stderr)
     return Probe(True, answer == "unloaded", "", done.stderr)
@@ -163,12 +177,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     profile = HostProfile.of_this_host()
     host = LoadHost.named(arguments.host)
     scratch = Path(tempfile.mkdtemp(prefix="unload-probe-"))
-    agree = disagree = failed = 0
+    agree = disagree = failed = skipped = 0
     try:
         command = build_host(arguments.host, scratch)
         for given in arguments.paths:
             for library in elf_files(unpacked(given, scratch)):
                 real = probe(command, library)
+                if real.preloaded or real.error.startswith("host exited"):
+                    skipped += 1  # nothing to compare: mapped before, or the host died
+                    continue
                 try:
                     verdict = dlopen_verdict(library, host, profile=profile)
                 except Exception as error:  # a reader failure is a finding too
@@ -196,7 +213,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     total = agree + disagree
     share = 100.0 * agree / total if total else 100.0
     print(f"agreement on the libraries that load: {agree}/{total} ({share:.1f}%); "
-          f"elfpatch failed on {failed}", file=sys.stderr)
+          f"elfpatch failed on {failed}; {skipped} not compared (mapped before, "
+          "or the host died)", file=sys.stderr)
     return 0
 
 

@@ -174,7 +174,9 @@ class LoadVerdict:
 
     ``unloads`` is None when it cannot load (``load_errors`` says why).
     ``added`` are the objects the dlopen maps (the root first); ``kept`` those
-    of them that dlclose leaves mapped.
+    of them that dlclose leaves mapped; ``unique_providers`` those marked
+    NODELETE for entering a UNIQUE name first (LD_DEBUG=bindings: "marking
+    ... as NODELETE due to unique symbol").
     """
 
     path: str
@@ -185,6 +187,7 @@ class LoadVerdict:
     load_errors: tuple[str, ...] = ()
     added: tuple[str, ...] = ()
     kept: tuple[str, ...] = ()
+    unique_providers: tuple[str, ...] = ()
 
     @property
     def certain_blockers(self) -> tuple[Blocker, ...]:
@@ -386,7 +389,7 @@ def _find_library(soname: str, closure: Closure, root: str,
         if cached is not None:
             return cached
     for directory in loader.system_dirs:
-        if os.path.isfile(directory + soname):
+        if Path(directory + soname).is_file():
             return directory + soname
     return None
 
@@ -401,8 +404,10 @@ class _Dlopen:
         self.closure = closure
         self.global_scope = started
         self.read: dict[str, _Image] = {}
-        self.local_scope = [self._image_for(str(o.path), o.soname, started)
-                            for o in closure.load_order]
+        # A path is matched to a loaded object by its file, a DT_NEEDED name also
+        # by the SONAMEs of the objects loaded (glibc's _dl_map_object).
+        self.local_scope = [self._image_for(str(o.path), None if k == 0 else o.soname, started)
+                            for k, o in enumerate(closure.load_order)]
         self.root = self.local_scope[0]
         by_path = {str(o.path): image for o, image in zip(closure.load_order,
                                                           self.local_scope, strict=True)}
@@ -454,8 +459,9 @@ class _Dlopen:
         blockers = self._blockers(pinned)
         kept = tuple(i.path for i in self.local_scope if i.new and i in pinned)
         unloads = not (self.host.musl or self.root in pinned)
+        providers = tuple(i.path for i in self.relocation_order if i in self.first_unique)
         return LoadVerdict(self.root_path, self.host.name, True, unloads, tuple(blockers),
-                           added=added, kept=kept)
+                           added=added, kept=kept, unique_providers=providers)
 
     def _check_loadable(self) -> None:
         """What dlopen refuses before relocating anything."""
@@ -619,7 +625,7 @@ def _merged_scope(scope: list[_Image]) -> dict[bytes, _Image]:
 
 def _identity(path: str) -> tuple[int, int] | None:
     try:
-        stat = os.stat(path)
+        stat = Path(path).stat()
     except OSError:
         return None
     return stat.st_dev, stat.st_ino

@@ -1,0 +1,327 @@
+"""The load and unload verdicts of ``loader.dlopen`` equal what glibc does in a real process.
+
+Every library here is built with gcc at test time and opened in a fresh
+process of each host (a plain C program, a C++ program that has libstdc++
+loaded from the start, the Python interpreter): dlopen(RTLD_LAZY |
+RTLD_LOCAL), dlclose, then /proc/self/maps (the probe of
+``benchmarks/unload_probe.py``).  The reason is checked with
+``LD_DEBUG=bindings``: "marking X as NODELETE due to unique symbol" and
+"binding file A to B: normal symbol".  A sample of this machine's own
+libraries is held against the probe too.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from support.build import compile_linked, require_tool
+from support.probe import build_host, probe
+from support.readelf import readelf_unique_definitions
+
+import elfpatch
+from elfpatch.loader.dlopen import (
+    BOUND_BY_PINNED,
+    FIRST_UNIQUE,
+    NODELETE_FLAG,
+    TLS_DESTRUCTORS,
+    LoadHost,
+    LoadVerdict,
+    dlopen_verdict,
+)
+
+HOSTS = ("c", "c++", "python")
+DEBUG = "bindings,files"
+
+FIRST_TO_PROVIDE = r"""
+inline int& counter() { static int value = 1; return value; }
+extern "C" int get() { return counter(); }
+"""
+
+NEVER_LOOKED_UP = r"""
+template <class T> struct Holder { static int member; };
+template <class T> int Holder<T>::member = 3;
+template struct Holder<long>;  // defined UNIQUE, but no code of this library reads it
+extern "C" int get() { return 4; }
+"""
+
+# gcc -O2 emits std::ctype<char>::do_widen (an inline virtual) as a weak, exported
+# definition; libstdc++'s vtable for ctype<char> refers to it.
+EXPORTS_STD_INSTANTIATION = r"""
+#include <locale>
+#include <sstream>
+extern "C" int run() {
+    std::ostringstream out;
+    out << 3 << std::endl;
+    return std::use_facet<std::ctype<char>>(std::locale()).widen('a') + (int)out.str().size();
+}
+"""
+
+PLAIN_C = "int get(void) { return 5; }\n"
+
+THREAD_LOCAL = r"""
+#include <cstdio>
+struct Noisy { int v = 1; ~Noisy() { std::puts("bye"); } };
+thread_local Noisy noisy;
+extern "C" int touch() { return noisy.v; }
+"""
+
+VERSIONED = "int versioned(void) { return 1; }\n"
+USES_VERSIONED = "int versioned(void);\nint use(void) { return versioned(); }\n"
+
+
+@pytest.fixture(scope="session")
+def hosts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]:
+    require_tool("gcc")
+    require_tool("g++")
+    folder = tmp_path_factory.mktemp("hosts")
+    return {kind: build_host(kind, folder) for kind in HOSTS}
+
+
+@pytest.fixture(scope="session")
+def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Every scenario's library, built once."""
+    folder = tmp_path_factory.mktemp("dlopen")
+    libraries = {
+        "first": compile_linked("g++", "c++", folder / "libfirst.so", FIRST_TO_PROVIDE,
+                                soname="libfirst.so"),
+        "never": compile_linked("g++", "c++", folder / "libnever.so", NEVER_LOOKED_UP,
+                                soname="libnever.so"),
+        "std": compile_linked("g++", "c++", folder / "libext.so", EXPORTS_STD_INSTANTIATION,
+                              soname="libext.so", flags=("-O2",)),
+        "nodelete": compile_linked("gcc", "c", folder / "libnodelete.so", PLAIN_C,
+                                   soname="libnodelete.so", flags=("-Wl,-z,nodelete",)),
+        "plain": compile_linked("gcc", "c", folder / "libplain.so", PLAIN_C,
+                                soname="libplain.so"),
+        "tls": compile_linked("g++", "c++", folder / "libtls.so", THREAD_LOCAL,
+                              soname="libtls.so"),
+    }
+    # Two providers of one name (the same source, two SONAMEs) needed by a plain root:
+    # the first in the root's local scope enters the name, the second binds to it.
+    providers = [compile_linked("g++", "c++", folder / f"lib{n}_dep.so", FIRST_TO_PROVIDE,
+                                soname=f"lib{n}_dep.so") for n in ("first", "second")]
+    libraries["two_providers"] = compile_linked(
+        "gcc", "c", folder / "libtwo.so", PLAIN_C, soname="libtwo.so", needed=providers,
+        flags=(f"-Wl,-rpath,{folder}",))
+    libraries.update(_cannot_load(folder))
+    return libraries
+
+
+def _cannot_load(folder: Path) -> dict[str, Path]:
+    """A library whose DT_NEEDED is gone, and one that needs a version its provider lacks."""
+    gone = compile_linked("gcc", "c", folder / "gone" / "libgone.so", PLAIN_C,
+                          soname="libgone.so")
+    missing_needed = compile_linked("gcc", "c", folder / "libmissing.so", PLAIN_C,
+                                    soname="libmissing.so", needed=(gone,))
+    shutil.rmtree(gone.parent)
+    link_time = folder / "v2"
+    link_time.mkdir()
+    (link_time / "map").write_text("V2 { global: versioned; local: *; };\n")
+    (folder / "map").write_text("V1 { global: versioned; local: *; };\n")
+    provider = compile_linked("gcc", "c", link_time / "libprovider.so", VERSIONED,
+                              soname="libprovider.so",
+                              flags=(f"-Wl,--version-script={link_time / 'map'}",))
+    user = compile_linked("gcc", "c", folder / "libversion_user.so", USES_VERSIONED,
+                          soname="libversion_user.so", needed=(provider,),
+                          flags=("-Wl,-rpath,$ORIGIN",))
+    compile_linked("gcc", "c", folder / "libprovider.so", VERSIONED, soname="libprovider.so",
+                   flags=(f"-Wl,--version-script={folder / 'map'}",))
+    return {"missing_needed": missing_needed, "missing_version": user}
+
+
+def verdict(library: Path, host: str) -> LoadVerdict:
+    return dlopen_verdict(library, LoadHost.named(host))
+
+
+def assert_matches_loader(library: Path, host: str, hosts: dict[str, list[str]]) -> LoadVerdict:
+    real = probe(hosts[host], library)
+    predicted = verdict(library, host)
+    assert (predicted.loads, predicted.unloads) == (real.loaded, real.unloaded), \
+        (real, predicted)
+    return predicted
+
+
+def providers(predicted: LoadVerdict) -> set[str]:
+    return {Path(path).name for path in predicted.unique_providers}
+
+
+def names(paths: tuple[str, ...]) -> set[str]:
+    return {Path(path).name for path in paths}
+
+
+def destroyed(debug: str) -> set[str]:
+    """The files LD_DEBUG=files says dlclose unmapped."""
+    return {Path(m).name for m in re.findall(r"file=(\S+) \[\d+\];\s+destroying link map",
+                                             debug)}
+
+
+def marked_nodelete(debug: str) -> set[str]:
+    """The files LD_DEBUG=bindings says were marked NODELETE for a unique symbol."""
+    return {Path(m).name for m in
+            re.findall(r"marking (\S+) \[\d+\] as NODELETE due to unique symbol", debug)}
+
+
+# -- UNIQUE names: the first provider only, and only when looked up ------------------------
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_the_first_provider_of_a_unique_name_stays(built: dict[str, Path], host: str,
+                                                    hosts: dict[str, list[str]]) -> None:
+    library = built["first"]
+    assert readelf_unique_definitions(library)
+    predicted = assert_matches_loader(library, host, hosts)
+    assert predicted.unloads is False
+    assert [b.kind for b in predicted.blockers] == [FIRST_UNIQUE]
+    assert predicted.blockers[0].symbols == ("_ZZ7countervE5value",)
+    marked = marked_nodelete(probe(hosts[host], library, debug=DEBUG).debug)
+    assert "libfirst.so" in marked
+    assert providers(predicted) == marked
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_the_second_provider_unloads_and_the_first_stays(built: dict[str, Path], host: str,
+                                                          hosts: dict[str, list[str]]) -> None:
+    library = built["two_providers"]
+    predicted = assert_matches_loader(library, host, hosts)
+    assert predicted.unloads is True
+    debug = probe(hosts[host], library, debug=DEBUG).debug
+    marked = marked_nodelete(debug)
+    assert "libfirst_dep.so" in marked and "libsecond_dep.so" not in marked
+    assert providers(predicted) == marked
+    assert re.search(r"binding file \S*libsecond_dep\.so \[0\] to \S*libfirst_dep\.so \[0\]: "
+                     r"normal symbol `_ZZ7countervE5value'", debug)
+    assert names(predicted.added) - names(predicted.kept) == destroyed(debug)
+    assert "libsecond_dep.so" in destroyed(debug)
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_a_unique_name_nobody_looks_up_pins_nothing(built: dict[str, Path], host: str,
+                                                    hosts: dict[str, list[str]]) -> None:
+    library = built["never"]
+    assert any(name == "_ZN6HolderIlE6memberE"
+               for _index, name in readelf_unique_definitions(library))
+    predicted = assert_matches_loader(library, host, hosts)
+    assert predicted.unloads is True and predicted.blockers == ()
+    marked = marked_nodelete(probe(hosts[host], library, debug=DEBUG).debug)
+    assert "libnever.so" not in marked
+    assert providers(predicted) == marked
+
+
+# -- pinned through bindings: the extension first to need libstdc++ ------------------------
+
+@pytest.mark.parametrize("host", ["c", "python"])
+def test_an_extension_that_brings_libstdcxx_in_is_pinned_by_it(
+        built: dict[str, Path], host: str, hosts: dict[str, list[str]]) -> None:
+    library = built["std"]
+    predicted = assert_matches_loader(library, host, hosts)
+    assert predicted.unloads is False
+    blocker, = predicted.blockers
+    assert blocker.kind == BOUND_BY_PINNED and Path(blocker.via or "").name == "libstdc++.so.6"
+    assert "_ZNKSt5ctypeIcE8do_widenEc" in blocker.symbols
+    debug = probe(hosts[host], library, debug=DEBUG).debug
+    assert "libstdc++.so.6" in marked_nodelete(debug)
+    assert providers(predicted) == marked_nodelete(debug)
+    assert re.search(r"binding file \S*libstdc\+\+\.so\.6 \[0\] to \S*libext\.so \[0\]: "
+                     r"normal symbol `_ZNKSt5ctypeIcE8do_widenEc'", debug)
+
+
+def test_the_same_extension_unloads_in_a_cxx_host(built: dict[str, Path],
+                                                  hosts: dict[str, list[str]]) -> None:
+    predicted = assert_matches_loader(built["std"], "c++", hosts)
+    assert predicted.unloads is True and predicted.kept == ()
+
+
+# -- other blockers -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_df_1_nodelete_keeps_the_library(built: dict[str, Path], host: str,
+                                         hosts: dict[str, list[str]]) -> None:
+    predicted = assert_matches_loader(built["nodelete"], host, hosts)
+    assert [b.kind for b in predicted.blockers] == [NODELETE_FLAG]
+    assert assert_matches_loader(built["plain"], host, hosts).unloads is True
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_thread_local_destructors_are_a_condition_not_a_verdict(
+        built: dict[str, Path], host: str, hosts: dict[str, list[str]]) -> None:
+    predicted = assert_matches_loader(built["tls"], host, hosts)
+    assert predicted.unloads is True
+    blocker, = predicted.blockers
+    assert blocker.kind == TLS_DESTRUCTORS and not blocker.certain
+
+
+# -- cannot load ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("host", HOSTS)
+@pytest.mark.parametrize(("scenario", "words"), [
+    ("missing_needed", "libgone.so: not found"),
+    ("missing_version", "version `V2' not found"),
+])
+def test_a_library_that_cannot_load_has_no_unload_verdict(
+        built: dict[str, Path], host: str, hosts: dict[str, list[str]], scenario: str,
+        words: str) -> None:
+    real = probe(hosts[host], built[scenario])
+    assert not real.loaded
+    predicted = verdict(built[scenario], host)
+    assert (predicted.loads, predicted.unloads) == (False, None)
+    assert any(words in error for error in predicted.load_errors), predicted.load_errors
+    assert words.split(":")[0].split("`")[-1].strip("'") in real.error
+
+
+# -- before and after fix ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_fix_makes_the_first_provider_unload(built: dict[str, Path], host: str,
+                                             hosts: dict[str, list[str]],
+                                             tmp_path: Path) -> None:
+    fixed = tmp_path / "libfirst.so"
+    elfpatch.fix(built["first"], output=fixed)
+    predicted = assert_matches_loader(fixed, host, hosts)
+    assert predicted.unloads is True and predicted.blockers == ()
+
+
+def test_fix_does_not_free_an_extension_libstdcxx_binds_to(
+        built: dict[str, Path], hosts: dict[str, list[str]], tmp_path: Path) -> None:
+    fixed = tmp_path / "libext.so"
+    elfpatch.fix(built["std"], output=fixed)
+    predicted = assert_matches_loader(fixed, "python", hosts)
+    assert predicted.unloads is False
+    assert [b.kind for b in predicted.blockers] == [BOUND_BY_PINNED]
+
+
+# -- this machine's own libraries --------------------------------------------------------------
+
+SYSTEM = Path("/usr/lib/x86_64-linux-gnu")
+
+
+def system_sample(step: int = 25) -> list[Path]:
+    if not SYSTEM.is_dir():
+        return []
+    files = sorted({p.resolve() for p in SYSTEM.glob("*.so*") if p.is_file()})
+    return [f for f in files if _is_elf(f)][::step]
+
+
+def _is_elf(path: Path) -> bool:
+    with path.open("rb") as handle:
+        return handle.read(4) == b"\x7fELF"
+
+
+@pytest.mark.parametrize("host", ["c", "python"])
+def test_a_sample_of_system_libraries_matches_the_loader(host: str,
+                                                         hosts: dict[str, list[str]]) -> None:
+    sample = system_sample()
+    if len(sample) < 10:
+        pytest.skip(f"{SYSTEM} holds too few libraries for a sample")
+    differ = []
+    pinned = 0
+    for library in sample:
+        real = probe(hosts[host], library)
+        if real.preloaded or "host exited" in real.error:
+            continue  # mapped before dlopen, or a sanitizer runtime ending the process
+        predicted = verdict(library, host)
+        pinned += real.unloaded is False
+        if (predicted.loads, predicted.unloads) != (real.loaded, real.unloaded):
+            differ.append((library, real, predicted))
+    assert differ == []
+    assert pinned, "the sample holds no library that stays: it tests only one answer"
