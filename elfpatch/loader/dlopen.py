@@ -38,12 +38,14 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from itertools import accumulate
+from itertools import accumulate, compress
 from pathlib import Path
+from typing import cast
 
 from elfpatch.elf import constants as C
+from elfpatch.elf.columns import byte_mask
 from elfpatch.elf.file import ElfFile
 from elfpatch.elf.relocations import dynamic_relocation_tables
 from elfpatch.elf.symbols import SymbolTable, read_dynsym
@@ -95,6 +97,7 @@ _DF_1_NOW = 0x1
 _DT_BIND_NOW = 24
 _ALLOWED_TYPES = frozenset({C.STT_NOTYPE, C.STT_OBJECT, C.STT_FUNC, C.STT_COMMON, C.STT_TLS,
                             C.STT_GNU_IFUNC})
+_ALLOWED_TYPE_MASK = byte_mask(_ALLOWED_TYPES)
 _JUMP_SLOTS = {C.EM_X86_64: 7, C.EM_386: 7, C.EM_AARCH64: 1026, C.EM_ARM: 22,
                C.EM_PPC64: 21, C.EM_S390: 11, C.EM_RISCV: 5}
 _TLS_ATEXIT = (b"__cxa_thread_atexit_impl", b"__cxa_thread_atexit")
@@ -263,74 +266,79 @@ class _Names:
         self.starts = dict(zip(accumulate((len(p) + 1 for p in parts), initial=0), parts,
                                strict=False))
 
-    def __getitem__(self, index: int) -> bytes:
-        offset = self.offsets[index]
-        name = self.starts.get(offset)
-        if name is None:  # a suffix shared with a longer string
-            end = self.raw.find(b"\0", offset)
-            name = self.raw[offset:end if end >= 0 else len(self.raw)]
-        return name
+    def of(self, indices: Sequence[int]) -> list[bytes]:
+        """The names of ``indices``, in their order."""
+        names = list(map(self.starts.get, map(self.offsets.__getitem__, indices)))
+        if None in names:  # a name that is the suffix of a longer string
+            for k, name in enumerate(names):
+                if name is None:
+                    offset = self.offsets[indices[k]]
+                    end = self.raw.find(b"\0", offset)
+                    names[k] = self.raw[offset:end if end >= 0 else len(self.raw)]
+        return cast(list[bytes], names)
 
 
 def _read_exports(image: _Image, table: SymbolTable, names: _Names) -> None:
-    types, values, bindings = table.symbol_types, table.values, table.bindings
-    versym = image.versions.versym if image.versions else None
-    has_versions = bool(versym) and image.versions is not None \
-        and image.versions.has_definitions
-    exports: dict[bytes, int] = {}
-    unique: list[int] = []
-    for index in table.exported_indices():
-        kind = types[index]
-        if kind not in _ALLOWED_TYPES or (values[index] == 0 and kind != C.STT_TLS):
-            continue  # glibc's do_lookup_x skips these
-        name = names[index]
-        if bindings[index] == C.STB_GNU_UNIQUE:
-            unique.append(index)
-        if has_versions and versym is not None and index < len(versym):
-            _add_versioned(image, exports, name, index, versym[index])
-        elif name not in exports:
-            exports[name] = index
-    image.exports = exports
-    image.unique = frozenset(unique)
-
-
-def _add_versioned(image: _Image, exports: dict[bytes, int], name: bytes, index: int,
-                   raw: int) -> None:
-    assert image.versions is not None
-    version = image.versions.names.get(raw & VERSYM_INDEX)
-    if version is not None and (raw & VERSYM_INDEX) not in image.versions.base:
-        image.versioned.setdefault((name, version), index)
-    if raw & VERSYM_HIDDEN:
-        return  # name@V: only a reference asking for V binds to it
-    exports.setdefault(name, index)
+    """Every definition a lookup can take, by name; one loop in C per column."""
+    indices = table.exported_indices()
+    kinds = table.symbol_types
+    indices = list(compress(indices, bytes(map(kinds.__getitem__, indices)).translate(
+        _ALLOWED_TYPE_MASK)))
+    # glibc's do_lookup_x skips a definition of value 0 unless it is TLS.
+    values = table.values
+    indices = [i for i in indices if values[i] or kinds[i] == C.STT_TLS]
+    exported = names.of(indices)
+    bindings = table.bindings
+    image.unique = frozenset(i for i in indices if bindings[i] == C.STB_GNU_UNIQUE)
+    versions = image.versions
+    if versions is None or not versions.has_definitions or not versions.versym:
+        image.exports = dict(zip(reversed(exported), reversed(indices), strict=True))
+        return
+    raw = list(map(versions.versym.__getitem__, indices))
+    defaults = [k for k, entry in enumerate(raw) if not entry & VERSYM_HIDDEN]
+    image.exports = {exported[k]: indices[k] for k in reversed(defaults)}
+    version_names = [versions.names.get(entry & VERSYM_INDEX)
+                     if entry & VERSYM_INDEX not in versions.base else None for entry in raw]
+    image.versioned = {(name, version): index for name, version, index
+                       in zip(reversed(exported), reversed(version_names), reversed(indices),
+                              strict=True) if version is not None}
 
 
 def _read_references(image: _Image, elf: ElfFile, table: SymbolTable, names: _Names) -> None:
     """The symbols the relocations applied at dlopen look up (lazy function slots aside)."""
+    now, lazy = _relocated_symbols(elf, image.bind_now)
+    if max(now | lazy, default=0) >= table.count:
+        raise elf.corrupt(f"a relocation names a symbol past .dynsym's {table.count} entries")
+    bindings, visibilities, shndxs = table.bindings, table.visibilities, table.shndxs
+    looked_up = sorted(i for i in now if bindings[i] != C.STB_LOCAL
+                       and visibilities[i] not in (C.STV_HIDDEN, C.STV_INTERNAL))
+    versions = image.versions
+    version_names: list[str | None] = [None] * len(looked_up)
+    if versions is not None and versions.versym:
+        version_names = [versions.version_of(i)[0] for i in looked_up]
+    weak = [bindings[i] == C.STB_WEAK and shndxs[i] == C.SHN_UNDEF for i in looked_up]
+    image.references = list(zip(names.of(looked_up), version_names, weak, strict=True))
+    undefined = [i for i in now | lazy if shndxs[i] == C.SHN_UNDEF]
+    image.registers_tls_destructors = any(n in _TLS_ATEXIT for n in names.of(undefined))
+
+
+def _relocated_symbols(elf: ElfFile, bind_now: bool) -> tuple[set[int], set[int]]:
+    """The symbol indices of the relocations applied at load, and of lazy function slots."""
     jump_slot = _JUMP_SLOTS.get(elf.header.machine)
     now: set[int] = set()
     lazy: set[int] = set()
     for relocations in dynamic_relocation_tables(elf):
-        for kind, symbol in zip(relocations.types, relocations.symbol_indices, strict=True):
-            if symbol:
-                (lazy if kind == jump_slot and not image.bind_now else now).add(symbol)
-    bindings, visibilities, shndxs = table.bindings, table.visibilities, table.shndxs
-    versions = image.versions
-    references = []
-    for symbol in sorted(now):
-        if symbol >= table.count:
-            raise elf.corrupt(f"a relocation names symbol {symbol}, past .dynsym's "
-                              f"{table.count} entries")
-        binding = bindings[symbol]
-        if binding == C.STB_LOCAL or visibilities[symbol] in (C.STV_HIDDEN, C.STV_INTERNAL):
-            continue  # bound to the object itself, no lookup
-        version = versions.version_of(symbol)[0] if versions is not None else None
-        weak = binding == C.STB_WEAK and shndxs[symbol] == C.SHN_UNDEF
-        references.append((names[symbol], version, weak))
-    image.references = references
-    image.registers_tls_destructors = any(
-        names[s] in _TLS_ATEXIT for s in (now | lazy) if s < table.count
-        and shndxs[s] == C.SHN_UNDEF)
+        types, symbols = relocations.types, relocations.symbol_indices
+        if jump_slot not in types or bind_now:
+            now.update(symbols)
+        elif types.count(jump_slot) == len(types):
+            lazy.update(symbols)
+        else:
+            for kind, symbol in zip(types, symbols, strict=True):
+                (lazy if kind == jump_slot else now).add(symbol)
+    now.discard(0)
+    lazy.discard(0)
+    return now, lazy
 
 
 # -- the model ----------------------------------------------------------------------------
