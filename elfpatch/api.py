@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from elfpatch.analysis.check import CheckResult
     from elfpatch.analysis.init_order import InitsResult
     from elfpatch.analysis.unique import FileScan
+    from elfpatch.loader.dlopen import LoadHost
     from elfpatch.loader.host import HostProfile
     from elfpatch.policy import Policy
     from elfpatch.service.fix import FixResult
@@ -81,13 +82,36 @@ def _raise_first(errors: Sequence[ElfpatchError], keep_going: bool) -> None:
 
 
 @_leaves_nothing_open
-def scan(paths: Paths, *, keep_going: bool = False) -> ScanReport:
-    """UNIQUE symbols of every ELF file, folder (recursively) and wheel under ``paths``."""
+def scan(paths: Paths, *, host: LoadHost | str | None = None, loader: bool = True,
+         keep_going: bool = False) -> ScanReport:
+    """UNIQUE symbols of every ELF file, folder (recursively) and wheel under ``paths``.
+
+    With ``loader`` (the default), each shared library of this machine's kind
+    also gets ``load``: whether glibc loads it and whether dlclose then
+    unloads it, with the blockers.  ``host`` is the process that loads it
+    (``elfpatch.loader.dlopen.LoadHost``, or "python", "c", "c++" or a
+    program's path); by default a wheel's members load in this Python
+    interpreter and a loose file in a plain C program.
+    """
     from elfpatch.service.runner import scan_paths
 
+    chosen = _load_host(host)
     outcome = scan_paths(path_list(paths))
     _raise_first(outcome.errors, keep_going)
-    return ScanReport(tuple(outcome.results), tuple(outcome.errors))
+    files = outcome.results
+    if loader:
+        from elfpatch.service.load import with_load_verdicts
+
+        files = with_load_verdicts(files, chosen)
+    return ScanReport(tuple(files), tuple(outcome.errors))
+
+
+def _load_host(host: LoadHost | str | None) -> LoadHost | None:
+    if host is None or not isinstance(host, str):
+        return host
+    from elfpatch.loader.dlopen import LoadHost
+
+    return LoadHost.named(host)
 
 
 @_leaves_nothing_open

@@ -87,7 +87,10 @@ def main(ctx: click.Context, traceback: bool) -> None:
 @click.argument("paths", nargs=-1, required=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON report (schema version 1).")
 @click.option("-v", "--verbose", is_flag=True, help="List every UNIQUE symbol.")
-def scan(paths: tuple[str, ...], as_json: bool, verbose: bool) -> None:
+@click.option("--host", metavar="PROGRAM",
+              help="The process that dlopens each library: python, c, c++ or a program's "
+              "path (default: python for wheel members, c for loose files).")
+def scan(paths: tuple[str, ...], as_json: bool, verbose: bool, host: str | None) -> None:
     """Report STB_GNU_UNIQUE symbols and what they do at load time.
 
     PATHS are ELF files, folders (searched recursively) and wheels or zips.
@@ -95,7 +98,7 @@ def scan(paths: tuple[str, ...], as_json: bool, verbose: bool) -> None:
     from elfpatch import api
     from elfpatch.report.style import color_wanted, make_styler
 
-    outcome = api.scan(paths, keep_going=True)
+    outcome = api.scan(paths, host=host, keep_going=True)
     if as_json:
         from elfpatch.report.scan_json import scan_document
 

@@ -12,12 +12,17 @@ libraries is held against the probe too.
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
+import zipfile
+from importlib import resources
 from pathlib import Path
+from typing import Any, cast
 
+import jsonschema
 import pytest
-from support.build import compile_linked, require_tool
+from support.build import compile_linked, invoke, make_wheel, require_tool
 from support.probe import build_host, probe
 from support.readelf import readelf_unique_definitions
 
@@ -25,6 +30,7 @@ import elfpatch
 from elfpatch.loader.dlopen import (
     BOUND_BY_PINNED,
     FIRST_UNIQUE,
+    MUSL,
     NODELETE_FLAG,
     TLS_DESTRUCTORS,
     LoadHost,
@@ -325,3 +331,75 @@ def test_a_sample_of_system_libraries_matches_the_loader(host: str,
             differ.append((library, real, predicted))
     assert differ == []
     assert pinned, "the sample holds no library that stays: it tests only one answer"
+
+
+# -- scan and the API --------------------------------------------------------------------------
+
+def scan_schema() -> dict[str, Any]:
+    text = resources.files("elfpatch.report").joinpath("scan.schema.json").read_text()
+    return cast(dict[str, Any], json.loads(text))
+
+
+@pytest.fixture(scope="session")
+def wheel_members(built: dict[str, Path], tmp_path_factory: pytest.TempPathFactory
+                  ) -> dict[str, bytes]:
+    """An extension, one that needs a library of the wheel through $ORIGIN, one that cannot load."""
+    folder = tmp_path_factory.mktemp("wheel")
+    dep = compile_linked("gcc", "c", folder / "pkg.libs" / "libdep.so", PLAIN_C,
+                         soname="libdep.so")
+    user = compile_linked("gcc", "c", folder / "pkg" / "libuser.so", PLAIN_C,
+                          soname="libuser.so", needed=(dep,),
+                          flags=("-Wl,-rpath,$ORIGIN/../pkg.libs",))
+    return {"pkg/libext.so": built["std"].read_bytes(), "pkg/libuser.so": user.read_bytes(),
+            "pkg.libs/libdep.so": dep.read_bytes(),
+            "pkg/libmissing.so": built["missing_needed"].read_bytes()}
+
+
+def test_scan_of_a_wheel_judges_members_in_python_as_installed(
+        wheel_members: dict[str, bytes], hosts: dict[str, list[str]], tmp_path: Path) -> None:
+    wheel = make_wheel(tmp_path / "pkg-1.0-cp311-cp311-linux_x86_64.whl", wheel_members)
+    result = invoke("scan", "--json", str(wheel))
+    assert result.exit_code == 0, result.stderr
+    document = json.loads(result.stdout)
+    jsonschema.validate(document, scan_schema(), cls=jsonschema.Draft202012Validator)
+    records = {f["member"]: f for f in document["files"]}
+    installed = tmp_path / "site"
+    with zipfile.ZipFile(wheel) as archive:
+        archive.extractall(installed)
+    for member, record in records.items():
+        real = probe(hosts["python"], installed / member)
+        assert record["load"]["host"] == "python"
+        assert (record["load"]["loads"], record["unloads_on_dlclose"]) == \
+            (real.loaded, real.unloaded), member
+    assert records["pkg/libuser.so"]["load"]["added"][:2] == ["pkg/libuser.so",
+                                                              "pkg.libs/libdep.so"]
+    ext = records["pkg/libext.so"]["load"]
+    assert [b["kind"] for b in ext["blockers"]] == [BOUND_BY_PINNED]
+    assert "libstdc++.so.6" in ext["blockers"][0]["via"]
+    assert records["pkg/libmissing.so"]["unloads_on_dlclose"] is None
+    text = invoke("scan", str(wheel)).stdout
+    assert "loaded by Python: cannot load: libgone.so: not found" in text
+    assert "loaded by Python: stays loaded after dlclose: libstdc++.so.6 stays loaded" in text
+
+
+def test_scan_takes_a_host(built: dict[str, Path]) -> None:
+    library = str(built["std"])
+    loose = elfpatch.scan(library).files[0]
+    assert loose.load is not None and loose.load.host == "c"
+    assert loose.unloads_on_dlclose is False
+    in_cxx = elfpatch.scan(library, host="c++").files[0]
+    assert in_cxx.unloads_on_dlclose is True
+    text = invoke("scan", "--host", "c++", library).stdout
+    assert "loaded by a C++ program: dlclose unloads it" in text
+    bad = invoke("scan", "--host", "/no/such/program", library)
+    assert bad.exit_code == 2 and bad.stderr.count("\n") == 1
+    assert "no such host program" in bad.stderr
+    assert elfpatch.scan(library, loader=False).files[0].load is None
+
+
+def test_a_musllinux_wheel_never_unloads(built: dict[str, Path], tmp_path: Path) -> None:
+    wheel = make_wheel(tmp_path / "pkg-1.0-cp311-cp311-musllinux_1_2_x86_64.whl",
+                       {"pkg/libplain.so": built["plain"].read_bytes()})
+    record = elfpatch.scan(wheel).files[0]
+    assert record.load is not None and record.unloads_on_dlclose is False
+    assert [b.kind for b in record.load.blockers] == [MUSL]

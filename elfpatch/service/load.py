@@ -1,0 +1,120 @@
+"""Load and unload verdicts for scanned inputs, in the host each kind of input loads in.
+
+A wheel's members are loaded by the Python interpreter of this environment
+(a ``musllinux`` wheel by a musl one, whose dlclose unloads nothing); a loose
+file by a plain C program; ``host`` names another for every input.  A
+wheel's ELF members are unpacked into one temporary folder first, so that
+DT_NEEDED resolves through ``$ORIGIN`` and RPATH as it will once installed;
+paths inside it are reported as member names.  Files built for another
+machine get no verdict: this machine's loader would not load them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import posixpath
+import shutil
+import tempfile
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from elfpatch.analysis.unique import FileScan
+from elfpatch.errors import PARSE_FAILURES, ElfpatchError
+from elfpatch.loader.dlopen import LoadHost, LoadVerdict, dlopen_verdict
+from elfpatch.loader.host import HostProfile
+from elfpatch.wheel import elf_members, member_data, open_archive
+
+
+def with_load_verdicts(scans: list[FileScan], host: LoadHost | None = None,
+                       profile: HostProfile | None = None) -> list[FileScan]:
+    """``scans`` with ``load`` filled in wherever this machine's loader can answer."""
+    profile = profile or HostProfile.of_this_host()
+    by_archive: dict[str, list[int]] = defaultdict(list)
+    results = list(scans)
+    for position, scan in enumerate(scans):
+        if scan.machine != profile.machine or scan.elf_type != "DYN":
+            continue
+        if scan.member is None:
+            verdict = _verdict(Path(scan.path), host or LoadHost.c_program(), profile)
+            results[position] = dataclasses.replace(scan, load=verdict)
+        else:
+            by_archive[scan.path].append(position)
+    for archive, positions in by_archive.items():
+        wheel_host = host or _wheel_host(archive)
+        verdicts = _archive_verdicts(archive, [scans[p].member or "" for p in positions],
+                                     wheel_host, profile)
+        for position in positions:
+            member = scans[position].member or ""
+            results[position] = dataclasses.replace(scans[position], load=verdicts.get(member))
+    return results
+
+
+def _wheel_host(archive: str) -> LoadHost:
+    python = LoadHost.python()
+    if "musllinux" in Path(archive).name:
+        return dataclasses.replace(python, name="python (musl)", musl=True)
+    return python
+
+
+def _verdict(path: Path, host: LoadHost, profile: HostProfile) -> LoadVerdict | None:
+    try:
+        return dlopen_verdict(path, host, profile=profile)
+    except (ElfpatchError, *PARSE_FAILURES):
+        return None  # the scan itself reports an unreadable file
+
+
+def _archive_verdicts(archive: str, members: list[str], host: LoadHost,
+                      profile: HostProfile) -> dict[str, LoadVerdict | None]:
+    """Each member's verdict, with the wheel's ELF members unpacked as they install."""
+    folder = Path(tempfile.mkdtemp(prefix="elfpatch-load-"))
+    try:
+        _unpack_elf_members(Path(archive), folder)
+        prefix = str(folder) + "/"
+        verdicts: dict[str, LoadVerdict | None] = {}
+        for member in members:
+            verdict = _verdict(folder / member, host, profile)
+            verdicts[member] = None if verdict is None else _renamed(
+                verdict, lambda text: _member_names(text, prefix))
+        return verdicts
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _member_names(text: str, prefix: str) -> str:
+    """``text`` with each path below the unpacked wheel written as its member name."""
+    parts = text.split(prefix)
+    for k in range(1, len(parts)):
+        path, space, rest = parts[k].partition(" ")
+        parts[k] = posixpath.normpath(path) + space + rest
+    return "".join(parts)
+
+
+def _unpack_elf_members(archive: Path, folder: Path) -> None:
+    """The archive's ELF members below ``folder`` (names were checked when it was read)."""
+    with open_archive(archive) as opened:
+        for member in elf_members(opened):
+            target = folder / member.name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            data = member_data(opened, member)
+            try:
+                with target.open("wb") as handle:
+                    handle.write(data)
+            finally:
+                if not isinstance(data, bytes):
+                    data.close()
+            target.chmod(0o755)
+
+
+def _renamed(verdict: LoadVerdict, rename: Callable[[str], str]) -> LoadVerdict:
+    def each(texts: Iterable[str]) -> tuple[str, ...]:
+        return tuple(rename(text) for text in texts)
+
+    blockers = tuple(dataclasses.replace(b, detail=rename(b.detail),
+                                         via=None if b.via is None else rename(b.via))
+                     for b in verdict.blockers)
+    return dataclasses.replace(
+        verdict, path=rename(verdict.path), blockers=blockers,
+        load_errors=each(verdict.load_errors), added=each(verdict.added),
+        kept=each(verdict.kept), unique_providers=each(verdict.unique_providers))
+
