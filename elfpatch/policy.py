@@ -10,10 +10,14 @@ exit-time-destructors-scope = "all"   # all | read-at-exit (only those a destruc
 init-order = "warn"               # error | warn | ignore   (init-order errors found in code)
 destruction-order = "warn"        # error | warn | ignore   (destruction-order errors)
 max-initializers = { "*/_C*.so" = 40, "*" = 400 }   # budget per library (glob on its path)
+cannot-load = "ignore"            # error | warn | ignore   (dlopen would fail: a DT_NEEDED
+                                  # or symbol version not found, an undefined symbol)
+stays-loaded = "ignore"           # error | warn | ignore   (dlclose leaves it mapped)
 ```
 
 Out of the box only UNIQUE definitions fail the check; the rest warn until
-configured.
+configured, and the two loader rules (which unpack each wheel to ask the
+loader model) are off.
 """
 
 from __future__ import annotations
@@ -47,8 +51,15 @@ class Policy:
     exit_time_destructors_scope: str = "all"
     destruction_order: str = "warn"
     max_initializers: tuple[tuple[str, int], ...] = ()
+    cannot_load: str = "ignore"
+    stays_loaded: str = "ignore"
     source: str | None = None  # the file it was read from
     _compiled: tuple[re.Pattern[str], ...] = field(default=(), compare=False, repr=False)
+
+    @property
+    def asks_the_loader(self) -> bool:
+        """Whether a rule needs the load and unload verdicts."""
+        return self.cannot_load != "ignore" or self.stays_loaded != "ignore"
 
     def allowed(self, *names: str) -> bool:
         return any(p.search(n) for p in self._compiled for n in names)
@@ -73,7 +84,7 @@ def _level(table: dict[str, Any], key: str, default: str, source: str,
 
 def policy_from_table(table: dict[str, Any], source: str) -> Policy:
     known = {"unique", "allow", "exit-time-destructors", "init-order", "max-initializers",
-             "exit-time-destructors-scope", "destruction-order"}
+             "exit-time-destructors-scope", "destruction-order", "cannot-load", "stays-loaded"}
     unknown = sorted(set(table) - known)
     if unknown:
         raise InputError(source, f"[tool.elfpatch] has unknown keys: {', '.join(unknown)}",
@@ -98,6 +109,8 @@ def policy_from_table(table: dict[str, Any], source: str) -> Policy:
                                            DESTRUCTOR_SCOPES),
         destruction_order=_level(table, "destruction-order", "warn", source),
         max_initializers=tuple(budgets.items()),
+        cannot_load=_level(table, "cannot-load", "ignore", source),
+        stays_loaded=_level(table, "stays-loaded", "ignore", source),
         source=source,
         _compiled=compiled,
     )

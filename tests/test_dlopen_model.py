@@ -27,6 +27,7 @@ from support.probe import build_host, probe
 from support.readelf import readelf_unique_definitions
 
 import elfpatch
+from elfpatch.analysis.check import RULE_CANNOT_LOAD, RULE_STAYS_LOADED
 from elfpatch.loader.dlopen import (
     BOUND_BY_PINNED,
     FIRST_UNIQUE,
@@ -37,6 +38,7 @@ from elfpatch.loader.dlopen import (
     LoadVerdict,
     dlopen_verdict,
 )
+from elfpatch.policy import Policy
 
 HOSTS = ("c", "c++", "python")
 DEBUG = "bindings,files"
@@ -403,3 +405,26 @@ def test_a_musllinux_wheel_never_unloads(built: dict[str, Path], tmp_path: Path)
     record = elfpatch.scan(wheel).files[0]
     assert record.load is not None and record.unloads_on_dlclose is False
     assert [b.kind for b in record.load.blockers] == [MUSL]
+
+
+# -- check -----------------------------------------------------------------------------------
+
+def test_check_gates_on_libraries_that_cannot_load_or_stay_loaded(
+        wheel_members: dict[str, bytes], tmp_path: Path) -> None:
+    wheel = make_wheel(tmp_path / "pkg-1.0-cp311-cp311-linux_x86_64.whl", wheel_members)
+    quiet = elfpatch.check(wheel, policy=Policy(unique="ignore"))
+    assert quiet.passed and quiet.findings == []  # the loader rules are off by default
+    config = tmp_path / "policy.toml"
+    config.write_text('unique = "ignore"\ncannot-load = "error"\nstays-loaded = "warn"\n')
+    result = elfpatch.check(wheel, config=config)
+    assert not result.passed
+    by_rule = {(f.rule, f.library): f for f in result.findings}
+    missing = by_rule[(RULE_CANNOT_LOAD, "pkg/libmissing.so")]
+    assert missing.level == "error" and missing.subject == "libgone.so"
+    assert "libgone.so: not found" in missing.message
+    pinned = by_rule[(RULE_STAYS_LOADED, "pkg/libext.so")]
+    assert pinned.level == "warn" and "libstdc++.so.6" in pinned.message
+    assert "cure: stop exporting" in pinned.message
+    assert {f.library for f in result.findings} == {"pkg/libmissing.so", "pkg/libext.so"}
+    text = invoke("check", "--config", str(config), str(wheel))
+    assert text.exit_code == 1 and "cannot-load" in text.stdout
