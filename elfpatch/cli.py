@@ -90,7 +90,10 @@ def main(ctx: click.Context, traceback: bool) -> None:
 @click.option("--host", metavar="PROGRAM",
               help="The process that dlopens each library: python, c, c++ or a program's "
               "path (default: python for wheel members, c for loose files).")
-def scan(paths: tuple[str, ...], as_json: bool, verbose: bool, host: str | None) -> None:
+@click.option("--no-loader", is_flag=True,
+              help="Skip the loader's load and unload verdict (faster on huge libraries).")
+def scan(paths: tuple[str, ...], as_json: bool, verbose: bool, host: str | None,
+         no_loader: bool) -> None:
     """Report STB_GNU_UNIQUE symbols and what they do at load time.
 
     PATHS are ELF files, folders (searched recursively) and wheels or zips.
@@ -98,7 +101,7 @@ def scan(paths: tuple[str, ...], as_json: bool, verbose: bool, host: str | None)
     from elfpatch import api
     from elfpatch.report.style import color_wanted, make_styler
 
-    outcome = api.scan(paths, host=host, keep_going=True)
+    outcome = api.scan(paths, host=host, loader=not no_loader, keep_going=True)
     if as_json:
         from elfpatch.report.scan_json import scan_document
 
