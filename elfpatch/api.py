@@ -118,11 +118,14 @@ def _load_host(host: LoadHost | str | None) -> LoadHost | None:
 def fix(paths: Paths, *, output: PathLike | None = None, in_place: bool = False,
         mode: str = "local", only: str | None = None, exclude: str | None = None,
         strict: bool = False, force: bool = False, dry_run: bool = False,
-        keep_going: bool = False) -> FixResult:
+        hide: Sequence[str] = (), keep_going: bool = False) -> FixResult:
     """Rewrite the UNIQUE bindings of ``paths``, analysed as one set.
 
     Exactly one of ``output`` (a file, or a folder mirroring the inputs),
     ``in_place`` and ``dry_run``.  All files are written, or none.
+    ``hide`` also makes the exports whose demangled name matches one of its
+    regexes LOCAL (``"preset:cxx-instantiations"``: the C++ runtime's template
+    instantiations), unless another library of the set references them.
     """
     from elfpatch.patch.plan import FixOptions
     from elfpatch.service.fix import fix_paths
@@ -130,7 +133,7 @@ def fix(paths: Paths, *, output: PathLike | None = None, in_place: bool = False,
     targets = (output is not None) + in_place
     if targets > 1 or (targets == 0 and not dry_run):
         raise UsageError("fix", "give exactly one of output= and in_place=True (or dry_run=True)")
-    options = FixOptions(mode, only, exclude, strict, force)
+    options = FixOptions(mode, only, exclude, strict, force, tuple(hide))
     result = fix_paths(path_list(paths), options,
                        None if output is None else os.fspath(output), dry_run)
     _raise_first(result.errors, keep_going)
@@ -140,7 +143,7 @@ def fix(paths: Paths, *, output: PathLike | None = None, in_place: bool = False,
 @_leaves_nothing_open
 def repair_wheels(wheels: Paths, wheel_dir: PathLike | None = None, *, mode: str = "local",
                   only: str | None = None, exclude: str | None = None, strict: bool = False,
-                  force: bool = False, dry_run: bool = False,
+                  force: bool = False, dry_run: bool = False, hide: Sequence[str] = (),
                   keep_going: bool = False) -> WheelsResult:
     """``fix WHEEL -w wheel_dir``: each wheel's ELF members fixed as one set, RECORD rewritten.
 
@@ -157,7 +160,7 @@ def repair_wheels(wheels: Paths, wheel_dir: PathLike | None = None, *, mode: str
     for wheel in given:
         if not wheel.endswith(".whl"):
             raise UsageError(wheel, "repair_wheels takes wheels (*.whl)")
-    options = FixOptions(mode, only, exclude, strict, force)
+    options = FixOptions(mode, only, exclude, strict, force, tuple(hide))
     result = fix_wheels(given, None if wheel_dir is None else os.fspath(wheel_dir), options,
                         dry_run)
     _raise_first(result.errors, keep_going)

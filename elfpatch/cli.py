@@ -133,13 +133,17 @@ def scan(paths: tuple[str, ...], as_json: bool, verbose: bool, host: str | None,
 @click.option("--strict", is_flag=True, help="Refuse (exit 1) instead of keeping symbols "
               "other libraries of the set need GLOBAL.")
 @click.option("--force", is_flag=True, help="Localise even symbols other libraries need.")
+@click.option("--hide", "hide", multiple=True, metavar="REGEX",
+              help="Also make exports whose demangled name matches LOCAL (unless another "
+              "library of the set needs them); preset:cxx-instantiations names the C++ "
+              "runtime's template instantiations. Adds to hide = [...] of [tool.elfpatch].")
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON report (version 1).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr (shown only on a "
               "terminal, for -w).")
 def fix(paths: tuple[str, ...], output: str | None, in_place: bool, wheel_dir: str | None,
         mode: str,
         only: str | None, exclude: str | None, dry_run: bool, strict: bool, force: bool,
-        as_json: bool, quiet: bool) -> None:
+        hide: tuple[str, ...], as_json: bool, quiet: bool) -> None:
     """Rewrite STB_GNU_UNIQUE bindings so libraries unload and stay private.
 
     All PATHS (files, folders) are analysed as one set first: a UNIQUE symbol
@@ -153,14 +157,17 @@ def fix(paths: tuple[str, ...], output: str | None, in_place: bool, wheel_dir: s
     if targets > 1 or (targets == 0 and not dry_run):
         raise click.UsageError("give exactly one of -o/--output, --in-place and -w/--wheel-dir "
                                "(or --dry-run)")
-    options = FixOptions(mode, only, exclude, strict, force)  # checks them: one line if wrong
+    from elfpatch.policy import load_policy
+
+    hide = (*load_policy(None).hide, *hide)
+    options = FixOptions(mode, only, exclude, strict, force, hide)  # checked: one line if wrong
     if wheel_dir is not None or all(p.endswith(".whl") for p in paths):
         _fix_wheels(paths, wheel_dir, options, dry_run, as_json, quiet)
     _terminate_as_interrupt()
     try:
         result = api.fix(paths, output=output, in_place=in_place, mode=mode, only=only,
                          exclude=exclude, strict=strict, force=force, dry_run=dry_run,
-                         keep_going=True)
+                         hide=hide, keep_going=True)
     except KeyboardInterrupt:
         _echo("elfpatch: interrupted before anything was written", err=True)
         sys.exit(ExitCode.INTERRUPTED)

@@ -13,6 +13,8 @@ max-initializers = { "*/_C*.so" = 40, "*" = 400 }   # budget per library (glob o
 cannot-load = "ignore"            # error | warn | ignore   (dlopen would fail: a DT_NEEDED
                                   # or symbol version not found, an undefined symbol)
 stays-loaded = "ignore"           # error | warn | ignore   (dlclose leaves it mapped)
+hide = ["preset:cxx-instantiations"]  # fix: exports to make LOCAL (regexes on demangled
+                                      # names, or a preset)
 ```
 
 Out of the box only UNIQUE definitions fail the check; the rest warn until
@@ -53,6 +55,7 @@ class Policy:
     max_initializers: tuple[tuple[str, int], ...] = ()
     cannot_load: str = "ignore"
     stays_loaded: str = "ignore"
+    hide: tuple[str, ...] = ()  # for fix: see FixOptions.hide
     source: str | None = None  # the file it was read from
     _compiled: tuple[re.Pattern[str], ...] = field(default=(), compare=False, repr=False)
 
@@ -84,12 +87,17 @@ def _level(table: dict[str, Any], key: str, default: str, source: str,
 
 def policy_from_table(table: dict[str, Any], source: str) -> Policy:
     known = {"unique", "allow", "exit-time-destructors", "init-order", "max-initializers",
-             "exit-time-destructors-scope", "destruction-order", "cannot-load", "stays-loaded"}
+             "exit-time-destructors-scope", "destruction-order", "cannot-load", "stays-loaded",
+             "hide"}
     unknown = sorted(set(table) - known)
     if unknown:
         raise InputError(source, f"[tool.elfpatch] has unknown keys: {', '.join(unknown)}",
                          hint=f"known keys: {', '.join(sorted(known))}")
     allow = table.get("allow", [])
+    hide = table.get("hide", [])
+    if not isinstance(hide, list) or not all(isinstance(h, str) for h in hide):
+        raise InputError(source, "[tool.elfpatch] hide must be a list of regular expressions "
+                         "or presets")
     budgets = table.get("max-initializers", {})
     if not isinstance(allow, list) or not all(isinstance(a, str) for a in allow):
         raise InputError(source, "[tool.elfpatch] allow must be a list of regular expressions")
@@ -111,6 +119,7 @@ def policy_from_table(table: dict[str, Any], source: str) -> Policy:
         max_initializers=tuple(budgets.items()),
         cannot_load=_level(table, "cannot-load", "ignore", source),
         stays_loaded=_level(table, "stays-loaded", "ignore", source),
+        hide=tuple(hide),
         source=source,
         _compiled=compiled,
     )

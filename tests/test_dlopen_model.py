@@ -15,6 +15,8 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import subprocess
+import sys
 import zipfile
 from importlib import resources
 from pathlib import Path
@@ -24,7 +26,7 @@ import jsonschema
 import pytest
 from support.build import compile_linked, invoke, make_wheel, require_tool
 from support.probe import build_host, probe
-from support.readelf import readelf_unique_definitions
+from support.readelf import readelf_symbols, readelf_unique_definitions
 
 import elfpatch
 from elfpatch.analysis.check import RULE_CANNOT_LOAD, RULE_STAYS_LOADED
@@ -428,3 +430,88 @@ def test_check_gates_on_libraries_that_cannot_load_or_stay_loaded(
     assert {f.library for f in result.findings} == {"pkg/libmissing.so", "pkg/libext.so"}
     text = invoke("check", "--config", str(config), str(wheel))
     assert text.exit_code == 1 and "cannot-load" in text.stdout
+
+
+# -- fix --hide ----------------------------------------------------------------------------------
+
+# A library that needs std::ctype<char>::do_widen from the set (an asm label makes the
+# undefined reference certain, whatever the optimiser inlines).
+USES_WIDEN = r"""
+#include <locale>
+char do_widen(const std::ctype<char>*, char) __asm__("_ZNKSt5ctypeIcE8do_widenEc");
+extern "C" int widen() {
+    return do_widen(&std::use_facet<std::ctype<char>>(std::locale()), 'a');
+}
+"""
+
+CALL_RUN = "import ctypes, sys; print(ctypes.CDLL(sys.argv[1]).run())"
+
+
+def test_fix_hide_preset_lets_the_extension_unload_and_keeps_it_working(
+        built: dict[str, Path], hosts: dict[str, list[str]], tmp_path: Path) -> None:
+    fixed = tmp_path / "libext.so"
+    result = elfpatch.fix(built["std"], output=fixed, hide=["preset:cxx-instantiations"])
+    changed = {c.name: c for lib in result.plan.libraries for c in lib.changes}
+    assert changed["_ZNKSt5ctypeIcE8do_widenEc"].target == "LOCAL"
+    assert changed["_ZNKSt5ctypeIcE8do_widenEc"].original == "WEAK"
+    assert all(name.startswith(("_ZNKSt", "_ZNSt", "_ZSt", "_ZTV", "_ZTI", "_ZTS", "_ZN9__gnu"))
+               for name in changed), sorted(changed)
+    for host in ("c", "python"):
+        predicted = assert_matches_loader(fixed, host, hosts)
+        assert predicted.unloads is True, host
+    assert "_ZNKSt5ctypeIcE8do_widenEc" not in {
+        s.name for s in readelf_symbols(fixed, use_dynamic=True)
+        if s.binding != "LOCAL" and s.ndx != "UND"}
+    before = subprocess.run([sys.executable, "-c", CALL_RUN, str(built["std"])],
+                            capture_output=True, text=True, check=True).stdout
+    after = subprocess.run([sys.executable, "-c", CALL_RUN, str(fixed)],
+                           capture_output=True, text=True, check=True).stdout
+    assert after == before and int(after) > 0
+
+
+def test_fix_hide_keeps_what_another_library_of_the_set_references(
+        built: dict[str, Path], hosts: dict[str, list[str]], tmp_path: Path) -> None:
+    folder = tmp_path / "set"
+    folder.mkdir()
+    provider = folder / "libext.so"
+    shutil.copy(built["std"], provider)
+    user = compile_linked("g++", "c++", folder / "libwiden.so", USES_WIDEN,
+                          soname="libwiden.so", needed=(provider,),
+                          flags=("-Wl,-rpath,$ORIGIN",))
+    assert "_ZNKSt5ctypeIcE8do_widenEc" in {s.name for s in readelf_symbols(user, use_dynamic=True)
+                                            if s.ndx == "UND"}
+    result = invoke("fix", "--json", "--in-place", "--hide", "preset:cxx-instantiations",
+                    str(provider), str(user))
+    assert result.exit_code == 0, result.stderr
+    document = json.loads(result.stdout)
+    records = {Path(r["path"]).name: r for r in document["libraries"]}
+    kept = {k["name"]: k["reason"] for k in records["libext.so"]["kept_exported"]}
+    assert "libwiden.so" in kept["_ZNKSt5ctypeIcE8do_widenEc"]
+    assert probe(hosts["c"], user).loaded
+
+
+def test_fix_hide_reads_pyproject_and_refuses_a_bad_pattern(built: dict[str, Path],
+                                                            tmp_path: Path) -> None:
+    bad = invoke("fix", "--dry-run", "--hide", "preset:nothing", str(built["std"]))
+    assert bad.exit_code == 2 and "not a preset" in bad.stderr
+    assert bad.stderr.count("\n") == 1
+    bad = invoke("fix", "--dry-run", "--hide", "(", str(built["std"]))
+    assert bad.exit_code == 2 and "not a regular expression" in bad.stderr
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.elfpatch]\nhide = ["preset:cxx-instantiations"]\n')
+    library = tmp_path / "libext.so"
+    shutil.copy(built["std"], library)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(tmp_path)
+        result = invoke("fix", "--dry-run", "--json", str(library))
+    assert result.exit_code == 0, result.stderr
+    changes = json.loads(result.stdout)["libraries"][0]["changes"]
+    assert any(c["name"] == "_ZNKSt5ctypeIcE8do_widenEc" and c["from"] == "WEAK"
+               for c in changes)
+    jsonschema.validate(json.loads(result.stdout), _schema("fix.schema.json"),
+                        cls=jsonschema.Draft202012Validator)
+
+
+def _schema(name: str) -> dict[str, Any]:
+    return cast(dict[str, Any], json.loads(
+        resources.files("elfpatch.report").joinpath(name).read_text()))

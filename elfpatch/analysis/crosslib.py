@@ -76,8 +76,9 @@ def _named_entries(table: SymbolTable) -> list[tuple[int, str]]:
     return [(i, table.name(i)) for i in range(1, table.count) if offsets[i]]
 
 
-def shared_uses(libraries: list[LibrarySymbols]) -> dict[str, dict[str, SharedUse]]:
-    """library label -> UNIQUE symbol -> how the rest of the set uses it.
+def shared_uses(libraries: list[LibrarySymbols], hidden: dict[str, set[str]] | None = None,
+                ) -> dict[str, dict[str, SharedUse]]:
+    """library label -> UNIQUE (or ``hidden``) symbol -> how the rest of the set uses it.
 
     Only symbols some other library uses are listed.  Time and memory are
     linear in the number of (library, symbol) pairs: the definers and users
@@ -94,7 +95,7 @@ def shared_uses(libraries: list[LibrarySymbols]) -> dict[str, dict[str, SharedUs
     uses: dict[str, dict[str, SharedUse]] = {}
     for lib in libraries:
         mine: dict[str, SharedUse] = {}
-        for name in lib.unique_defined:
+        for name in lib.unique_defined | (hidden or {}).get(lib.label, set()):
             users = referencers.get(name, ())
             user_count = len(users) - (name in lib.undefined)
             other_count = len(definers[name]) - 1  # the library itself is one definer

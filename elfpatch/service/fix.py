@@ -16,7 +16,7 @@ from pathlib import Path
 from elfpatch.analysis.crosslib import LibrarySymbols, dynamic_symbols, shared_uses
 from elfpatch.elf import constants as C
 from elfpatch.elf.file import ElfFile
-from elfpatch.elf.symbols import symbol_tables
+from elfpatch.elf.symbols import DYNSYM, read_dynsym, symbol_tables
 from elfpatch.errors import (
     PARSE_FAILURES,
     ElfpatchError,
@@ -24,7 +24,15 @@ from elfpatch.errors import (
     UnsupportedElfError,
     malformed,
 )
-from elfpatch.patch.plan import Candidate, FixOptions, FixPlan, LibraryPlan, plan_library
+from elfpatch.patch.plan import (
+    Candidate,
+    FixOptions,
+    FixPlan,
+    HideRule,
+    LibraryPlan,
+    hide_rules,
+    plan_library,
+)
 from elfpatch.patch.rewrite import plan_edits
 from elfpatch.patch.staging import ScratchFile, Staging, existing_folder
 from elfpatch.patch.verify import verify_output
@@ -100,7 +108,8 @@ def _open(item: FixInput) -> ElfFile:
     return elf
 
 
-def _read_library(item: FixInput, with_symbols: bool) -> _Library:
+def _read_library(item: FixInput, with_symbols: bool,
+                  hide: tuple[HideRule, ...] = ()) -> _Library:
     with _open(item) as elf:
         if elf.header.type not in (C.ET_DYN, C.ET_EXEC):
             raise UnsupportedElfError(item.label, f"cannot fix an ELF of type "
@@ -108,18 +117,39 @@ def _read_library(item: FixInput, with_symbols: bool) -> _Library:
                                       "libraries", hint="rebuild objects with -fno-gnu-unique")
         candidates = tuple(Candidate(table.kind, index, table.name(index), table.defined(index))
                            for table in symbol_tables(elf) for index in table.unique_indices())
+        if hide:
+            candidates += hidden_exports(elf, hide)
         # Alone, a library has nobody to share with: skip reading every dynamic name.
         symbols = dynamic_symbols(elf, item.label) if with_symbols else \
             LibrarySymbols(item.label)
         return _Library(item, candidates, symbols)
 
 
+def hidden_exports(elf: ElfFile, rules: Sequence[HideRule]) -> tuple[Candidate, ...]:
+    """The exported, non-UNIQUE definitions of .dynsym some --hide rule matches."""
+    table = read_dynsym(elf)
+    if table is None:
+        return ()
+    bindings = table.bindings
+    found = []
+    for index in table.exported_indices():
+        binding = bindings[index]
+        if binding == C.STB_GNU_UNIQUE:
+            continue  # the UNIQUE rewrite decides these
+        name = table.name(index)
+        if any(rule.matches(name, binding == C.STB_WEAK) for rule in rules):
+            found.append(Candidate(DYNSYM, index, name, True, hidden=True,
+                                   binding=C.BINDING_NAMES[binding]))
+    return tuple(found)
+
+
 def plan_inputs(inputs: Sequence[FixInput], options: FixOptions) -> SetPlan:
     """Read every input and plan the set; errors leave the plan empty."""
     result = SetPlan()
+    hide = hide_rules(options)
     for item in inputs:
         try:
-            result.libraries.append(_read_library(item, len(inputs) > 1))
+            result.libraries.append(_read_library(item, len(inputs) > 1, hide))
         except ElfpatchError as error:
             result.errors.append(error)
         except PARSE_FAILURES as error:
@@ -130,7 +160,8 @@ def plan_inputs(inputs: Sequence[FixInput], options: FixOptions) -> SetPlan:
 
 
 def make_plan(libraries: list[_Library], options: FixOptions) -> FixPlan:
-    uses = shared_uses([lib.symbols for lib in libraries])  # label -> name -> use
+    hidden = {lib.item.label: {c.name for c in lib.candidates if c.hidden} for lib in libraries}
+    uses = shared_uses([lib.symbols for lib in libraries], hidden)  # label -> name -> use
     plans, refusals = [], []
     for lib in libraries:
         label = lib.item.label
