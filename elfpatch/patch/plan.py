@@ -137,6 +137,7 @@ _CXX_RUNTIME_SCOPES = re.compile(
     r"(?:std|__gnu_cxx)::")
 HIDE_PRESETS = {PRESET_CXX_INSTANTIATIONS: _CXX_RUNTIME_SCOPES}
 PRESET_PREFIX = "preset:"
+HIDE_REASON = "--hide: no other library of the set references it"
 # Mangled prefixes of names in std:: or __gnu_cxx:: (and their vtables and
 # typeinfo): the preset demangles only names that start so.
 _CXX_RUNTIME_MANGLED = re.compile(r"_Z(?:T[VTIS]|TC)?N?K?(?:St|S[absiod]|9__gnu_cxx)")
@@ -248,8 +249,7 @@ def _decide_hidden(hidden: list[Candidate], uses: dict[str, SharedUse]
                          f"{name_some(use.referenced_by, use.referenced_count)}: hidden, it "
                          "would make them fail to load"))
         else:
-            changes.append(SymbolChange(c.table, c.index, c.name, TARGET_LOCAL,
-                                        "--hide: no other library of the set references it",
+            changes.append(SymbolChange(c.table, c.index, c.name, TARGET_LOCAL, HIDE_REASON,
                                         c.binding))
     return tuple(changes), tuple(kept)
 

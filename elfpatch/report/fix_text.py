@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from elfpatch.patch.plan import FixPlan, LibraryPlan, name_some
+from elfpatch.demangle import demangle
+from elfpatch.patch.plan import HIDE_REASON, FixPlan, LibraryPlan, name_some
 from elfpatch.report.style import Styler, plural
 from elfpatch.service.fix import FixResult, LibraryOutcome
 
@@ -33,6 +34,10 @@ def _render_library(outcome: LibraryOutcome, style: Styler, dry_run: bool) -> st
     if plan.skipped:
         lines.append(f"  {plural(len(plan.skipped), 'UNIQUE symbol')} left as is "
                      "(--only/--exclude)")
+    if plan.kept_exported:
+        name, reason = plan.kept_exported[0]
+        lines.append(f"  {plural(len(plan.kept_exported), 'export')} --hide matched stay "
+                     f"exported, e.g. {demangle(name)}: {reason}")
     if not dry_run and plan.changes and not outcome.written:
         lines.append("  not written")
     return "\n".join(lines)
@@ -42,7 +47,8 @@ def _counts_line(plan: LibraryPlan, dry_run: bool) -> str:
     by_table = Counter((c.table, c.target) for c in plan.changes)
     parts = [f"{table} {n} -> {target}" for (table, target), n in sorted(by_table.items())]
     done = "would be rewritten" if dry_run else "rewritten"
-    return f"{plural(len(plan.changes), 'UNIQUE symbol')} {done}: " + ", ".join(parts)
+    kind = "UNIQUE symbol" if all(c.original == "UNIQUE" for c in plan.changes) else "symbol"
+    return f"{plural(len(plan.changes), kind)} {done}: " + ", ".join(parts)
 
 
 def _reasons(plan: LibraryPlan, style: Styler, verbose: bool) -> list[str]:
@@ -50,7 +56,8 @@ def _reasons(plan: LibraryPlan, style: Styler, verbose: bool) -> list[str]:
     lines = []
     seen: set[str] = set()
     for change in plan.changes:  # .symtab repeats .dynsym's decision: show each symbol once
-        noteworthy = change.reason not in ("no other library of the set uses it", "--to global")
+        noteworthy = change.reason not in ("no other library of the set uses it", "--to global",
+                                           HIDE_REASON)
         if change.name in seen or not (verbose or noteworthy):
             continue
         seen.add(change.name)
