@@ -26,7 +26,7 @@ import jsonschema
 import pytest
 from support.build import compile_linked, invoke, make_wheel, require_tool
 from support.probe import build_host, probe
-from support.readelf import readelf_symbols, readelf_unique_definitions
+from support.readelf import readelf_relocations, readelf_symbols, readelf_unique_definitions
 
 import elfpatch
 from elfpatch.analysis.check import RULE_CANNOT_LOAD, RULE_STAYS_LOADED
@@ -444,6 +444,19 @@ extern "C" int widen() {
 }
 """
 
+# An initializer that calls a std:: instantiation of its own library through the PLT:
+# hidden as LOCAL alone, lazy binding would look it up by name and fail at load.
+CALLS_ITS_INSTANTIATION = r"""
+#include <vector>
+static std::vector<long> make() {
+    std::vector<long> v;
+    for (long i = 0; i < 9; ++i) v.push_back(i);
+    return v;
+}
+static std::vector<long> values = make();
+extern "C" int run() { return (int)values.size(); }
+"""
+
 CALL_RUN = "import ctypes, sys; print(ctypes.CDLL(sys.argv[1]).run())"
 
 
@@ -452,7 +465,7 @@ def test_fix_hide_preset_lets_the_extension_unload_and_keeps_it_working(
     fixed = tmp_path / "libext.so"
     result = elfpatch.fix(built["std"], output=fixed, hide=["preset:cxx-instantiations"])
     changed = {c.name: c for lib in result.plan.libraries for c in lib.changes}
-    assert changed["_ZNKSt5ctypeIcE8do_widenEc"].target == "LOCAL"
+    assert changed["_ZNKSt5ctypeIcE8do_widenEc"].target == "LOCAL HIDDEN"
     assert changed["_ZNKSt5ctypeIcE8do_widenEc"].original == "WEAK"
     assert all(name.startswith(("_ZNKSt", "_ZNSt", "_ZSt", "_ZTV", "_ZTI", "_ZTS", "_ZN9__gnu"))
                for name in changed), sorted(changed)
@@ -467,6 +480,25 @@ def test_fix_hide_preset_lets_the_extension_unload_and_keeps_it_working(
     after = subprocess.run([sys.executable, "-c", CALL_RUN, str(fixed)],
                            capture_output=True, text=True, check=True).stdout
     assert after == before and int(after) > 0
+
+
+def test_a_hidden_instantiation_called_through_the_plt_at_load_still_binds(
+        hosts: dict[str, list[str]], tmp_path: Path) -> None:
+    library = compile_linked("g++", "c++", tmp_path / "libinit.so", CALLS_ITS_INSTANTIATION,
+                             soname="libinit.so")
+    plt = {r.symbol or "" for r in readelf_relocations(library).entries
+           if r.type == "R_X86_64_JUMP_SLOT"}
+    assert any(name.startswith("_ZNSt6vectorIlSaIlEE17_M_realloc_insert") for name in plt), plt
+    fixed = tmp_path / "fixed.so"
+    elfpatch.fix(library, output=fixed, hide=["preset:cxx-instantiations"])
+    hidden = {s.name: s for s in readelf_symbols(fixed, use_dynamic=True)}
+    realloc = next(s for n, s in hidden.items() if n.startswith("_ZNSt6vectorIlSaIlEE17_M_real"))
+    assert (realloc.binding, realloc.visibility) == ("LOCAL", "HIDDEN")
+    real = probe(hosts["python"], fixed)
+    assert (real.loaded, real.unloaded) == (True, True), real.error
+    done = subprocess.run([sys.executable, "-c", CALL_RUN, str(fixed)], capture_output=True,
+                          text=True, check=True)
+    assert done.stdout.strip() == "9"
 
 
 def test_fix_hide_keeps_what_another_library_of_the_set_references(

@@ -25,6 +25,11 @@ MODES = (MODE_LOCAL, MODE_WEAK_HIDDEN, MODE_GLOBAL)
 TARGET_LOCAL = "LOCAL"
 TARGET_WEAK_HIDDEN = "WEAK HIDDEN"
 TARGET_GLOBAL = "GLOBAL"
+# What --hide writes: LOCAL, and HIDDEN because glibc's lazy binding (_dl_fixup)
+# looks a default-visibility symbol up by name even when it is LOCAL, finds
+# nothing, and fails the first call through the PLT ("undefined symbol").
+TARGET_LOCAL_HIDDEN = "LOCAL HIDDEN"
+LOCAL_TARGETS = (TARGET_LOCAL, TARGET_LOCAL_HIDDEN)
 MODE_TARGETS = {MODE_LOCAL: TARGET_LOCAL, MODE_WEAK_HIDDEN: TARGET_WEAK_HIDDEN,
                 MODE_GLOBAL: TARGET_GLOBAL}
 
@@ -132,15 +137,13 @@ class FixOptions:
 # its code instantiated them.  libstdc++ binds its own references to such a
 # copy when the library brings libstdc++ in, and then keeps the library loaded.
 PRESET_CXX_INSTANTIATIONS = "cxx-instantiations"
-_CXX_RUNTIME_SCOPES = re.compile(
-    r"^(?:(?:vtable|VTT|typeinfo|typeinfo name|construction vtable) for )?"
-    r"(?:std|__gnu_cxx)::")
-HIDE_PRESETS = {PRESET_CXX_INSTANTIATIONS: _CXX_RUNTIME_SCOPES}
+# Mangled names in std:: or __gnu_cxx:: (std::string and the other abbreviations
+# included), and their vtables, VTTs and typeinfo: the scope is in the mangling,
+# whereas a demangled template function starts with its return type.
+_CXX_RUNTIME_MANGLED = re.compile(r"_Z(?:T[VTIS]|TC)?N?K?(?:St|S[absiod]|9__gnu_cxx)")
+HIDE_PRESETS = {PRESET_CXX_INSTANTIATIONS: _CXX_RUNTIME_MANGLED}
 PRESET_PREFIX = "preset:"
 HIDE_REASON = "--hide: no other library of the set references it"
-# Mangled prefixes of names in std:: or __gnu_cxx:: (and their vtables and
-# typeinfo): the preset demangles only names that start so.
-_CXX_RUNTIME_MANGLED = re.compile(r"_Z(?:T[VTIS]|TC)?N?K?(?:St|S[absiod]|9__gnu_cxx)")
 
 
 @dataclass(frozen=True)
@@ -152,9 +155,8 @@ class HideRule:
     preset: bool
 
     def matches(self, name: str, binding_weak: bool) -> bool:
-        if self.preset:
-            return binding_weak and bool(_CXX_RUNTIME_MANGLED.match(name)) \
-                and bool(self.pattern.search(demangle(name)))
+        if self.preset:  # weak: only vague-linkage copies, never a library's own API
+            return binding_weak and bool(self.pattern.match(name))
         return bool(self.pattern.search(demangle(name)))
 
 
@@ -249,8 +251,8 @@ def _decide_hidden(hidden: list[Candidate], uses: dict[str, SharedUse]
                          f"{name_some(use.referenced_by, use.referenced_count)}: hidden, it "
                          "would make them fail to load"))
         else:
-            changes.append(SymbolChange(c.table, c.index, c.name, TARGET_LOCAL, HIDE_REASON,
-                                        c.binding))
+            changes.append(SymbolChange(c.table, c.index, c.name, TARGET_LOCAL_HIDDEN,
+                                        HIDE_REASON, c.binding))
     return tuple(changes), tuple(kept)
 
 
