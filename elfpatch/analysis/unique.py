@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from elfpatch.cxxnames import enclosing_scope
 from elfpatch.demangle import demangle
 from elfpatch.elf import constants as C
 from elfpatch.elf.file import ElfFile
 from elfpatch.elf.symbols import DYNSYM, SymbolTable, symbol_tables
-from elfpatch.loader.dlopen import LoadVerdict
+
+if TYPE_CHECKING:  # the loader model is imported only by those who ask for a verdict
+    from elfpatch.loader.dlopen import LoadVerdict
 
 # What a C++ engineer calls the entity behind a UNIQUE symbol.
 KIND_FUNCTION_LOCAL_STATIC = "function_local_static"

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from elfpatch.analysis.unique import FileScan
 from elfpatch.elf.file import printable
 from elfpatch.errors import ElfpatchError
-from elfpatch.loader.dlopen import LoadVerdict
+
+if TYPE_CHECKING:
+    from elfpatch.loader.dlopen import LoadVerdict
 
 SCHEMA_VERSION = 1
 

@@ -4,18 +4,22 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from elfpatch.analysis.unique import KIND_DESCRIPTIONS, KIND_GUARD_VARIABLE, FileScan, UniqueSymbol
 from elfpatch.demangle import demangle
 from elfpatch.elf.file import printable
 from elfpatch.elf.symbols import DYNSYM
 from elfpatch.errors import ElfpatchError
-from elfpatch.loader.dlopen import HOST_C, HOST_CXX, HOST_PYTHON, LoadVerdict
+
+if TYPE_CHECKING:
+    from elfpatch.loader.dlopen import LoadVerdict
 from elfpatch.report.style import Styler, plural
 
 # How many symbols a file's summary shows without -v.
 TELLING_SYMBOLS = 5
-_HOST_WORDS = {HOST_C: "a C program", HOST_CXX: "a C++ program", HOST_PYTHON: "Python"}
+# The hosts of loader.dlopen (HOST_C, HOST_CXX, HOST_PYTHON) in words.
+_HOST_WORDS = {"c": "a C program", "c++": "a C++ program", "python": "Python"}
 
 
 def render_scan(scans: list[FileScan], errors: list[ElfpatchError], style: Styler,
