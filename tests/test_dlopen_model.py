@@ -547,3 +547,14 @@ def test_fix_hide_reads_pyproject_and_refuses_a_bad_pattern(built: dict[str, Pat
 def _schema(name: str) -> dict[str, Any]:
     return cast(dict[str, Any], json.loads(
         resources.files("elfpatch.report").joinpath(name).read_text()))
+
+
+def test_the_preset_leaves_the_cxx_runtime_itself_alone(tmp_path: Path) -> None:
+    runtime = SYSTEM / "libstdc++.so.6"
+    if not runtime.exists():
+        pytest.skip(f"{runtime} is not on this machine")
+    copy = tmp_path / "libstdc++.so.6"
+    shutil.copy(runtime.resolve(), copy)
+    plan = elfpatch.fix(copy, dry_run=True, hide=["preset:cxx-instantiations"]).plan
+    assert plan is not None
+    assert [c for lib in plan.libraries for c in lib.changes if c.original != "UNIQUE"] == []

@@ -131,11 +131,14 @@ class FixOptions:
                                  f"({error})") from None
 
 
-# Named sets of exports --hide can make LOCAL.  "cxx-instantiations": weak
+# Named sets of exports --hide can make LOCAL.  "cxx-instantiations": the
 # definitions of the C++ runtime's templates and inline functions (std::,
 # __gnu_cxx::, their vtables and typeinfo) that a library exports only because
-# its code instantiated them.  libstdc++ binds its own references to such a
-# copy when the library brings libstdc++ in, and then keeps the library loaded.
+# its code instantiated them (weak), or because it was linked with a static
+# part of the runtime (libstdc++_nonshared.a of manylinux2014's devtoolset:
+# global).  libstdc++ binds its own references to such a copy when the library
+# brings libstdc++ in, and then keeps the library loaded.  A C++ runtime itself
+# is left alone.
 PRESET_CXX_INSTANTIATIONS = "cxx-instantiations"
 # Mangled names in std:: or __gnu_cxx:: (std::string and the other abbreviations
 # included), and their vtables, VTTs and typeinfo: the scope is in the mangling,
@@ -154,9 +157,11 @@ class HideRule:
     pattern: re.Pattern[str]
     preset: bool
 
-    def matches(self, name: str, binding_weak: bool) -> bool:
-        if self.preset:  # weak: only vague-linkage copies, never a library's own API
-            return binding_weak and bool(self.pattern.match(name))
+    def matches(self, name: str, runtime_itself: bool) -> bool:
+        """Whether ``name`` is to be hidden; ``runtime_itself``: the library is a C++
+        runtime (libstdc++, libc++), whose std:: definitions are its API."""
+        if self.preset:
+            return not runtime_itself and bool(self.pattern.match(name))
         return bool(self.pattern.search(demangle(name)))
 
 

@@ -131,13 +131,14 @@ def hidden_exports(elf: ElfFile, rules: Sequence[HideRule]) -> tuple[Candidate, 
     if table is None:
         return ()
     bindings = table.bindings
+    runtime = (elf.soname or "").startswith(("libstdc++.", "libc++."))
     found = []
     for index in table.exported_indices():
         binding = bindings[index]
         if binding == C.STB_GNU_UNIQUE:
             continue  # the UNIQUE rewrite decides these
         name = table.name(index)
-        if any(rule.matches(name, binding == C.STB_WEAK) for rule in rules):
+        if any(rule.matches(name, runtime) for rule in rules):
             found.append(Candidate(DYNSYM, index, name, True, hidden=True,
                                    binding=C.BINDING_NAMES[binding]))
     return tuple(found)
