@@ -2,7 +2,8 @@
 
 Each library is opened in a fresh process of the chosen host (a Python
 interpreter, a plain C program or a C++ program that has libstdc++ loaded
-from the start): dlopen(RTLD_LAZY | RTLD_LOCAL), dlclose, then
+from the start): dlopen(RTLD_LAZY | RTLD_LOCAL) (--now: RTLD_NOW, as
+Python's import), dlclose, then
 /proc/self/maps says whether the file is still mapped.  The verdict of
 ``elfpatch.loader.dlopen`` for the same host is printed beside it, and the
 agreement over the libraries that load at the end.
@@ -16,6 +17,7 @@ PATH may be a library, a folder (every ELF file below it) or a wheel
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import shutil
@@ -30,6 +32,7 @@ from pathlib import Path
 HOST_SOURCE = r"""
 #include <dlfcn.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -57,7 +60,7 @@ int main(int argc, char **argv) {
     struct stat file;
     if (argc != 2 || stat(argv[1], &file) != 0) return 2;
     if (mapped(&file)) { printf("error\talready mapped before dlopen\n"); return 0; }
-    void *handle = dlopen(argv[1], RTLD_LAZY | RTLD_LOCAL);
+    void *handle = dlopen(argv[1], (getenv("PROBE_NOW") ? RTLD_NOW : RTLD_LAZY) | RTLD_LOCAL);
     if (!handle) { printf("error\t%s\n", dlerror()); return 0; }
     dlclose(handle);
     printf("%s\n", mapped(&file) ? "kept" : "unloaded");
@@ -89,7 +92,8 @@ def mapped():
 if mapped():  # ctypes itself needs libffi
     print("error\talready mapped before dlopen")
     sys.exit(0)
-handle = libc.dlopen(os.fsencode(path), os.RTLD_LAZY | os.RTLD_LOCAL)
+mode = os.RTLD_NOW if os.environ.get("PROBE_NOW") else os.RTLD_LAZY
+handle = libc.dlopen(os.fsencode(path), mode | os.RTLD_LOCAL)
 if not handle:
     print("error\t" + libc.dlerror().decode("utf-8", "replace"))
     sys.exit(0)
@@ -125,12 +129,14 @@ def build_host(kind: str, folder: Path) -> list[str]:
 
 
 def probe(host_command: Sequence[str], library: Path | str, *, debug: str = "",
-          timeout: float = 120) -> Probe:
+          now: bool = False, timeout: float = 120) -> Probe:
     """dlopen, dlclose and /proc/self/maps of ``library`` in a fresh host process."""
     environment = {key: value for key, value in os.environ.items()
                    if not key.startswith("LD_")}
     if debug:  # LD_DEBUG categories, e.g. "bindings,files"
         environment["LD_DEBUG"] = debug
+    if now:  # dlopen(RTLD_NOW), as Python's import does
+        environment["PROBE_NOW"] = "1"
     done = subprocess.run([*host_command, str(library)], capture_output=True, text=True,
                           env=environment, timeout=timeout, check=False)
     lines = done.stdout.strip().splitlines()
@@ -169,20 +175,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("paths", nargs="+", type=Path)
     parser.add_argument("--host", default="python", choices=("python", "c", "c++"))
     parser.add_argument("--json", action="store_true", help="one JSON line per library")
+    parser.add_argument("--now", action="store_true",
+                        help="dlopen with RTLD_NOW, as Python's import does")
     arguments = parser.parse_args(argv)
 
     from elfpatch.loader.dlopen import LoadHost, dlopen_verdict
     from elfpatch.loader.host import HostProfile
 
     profile = HostProfile.of_this_host()
-    host = LoadHost.named(arguments.host)
+    host = dataclasses.replace(LoadHost.named(arguments.host), bind_now=arguments.now)
     scratch = Path(tempfile.mkdtemp(prefix="unload-probe-"))
     agree = disagree = failed = skipped = 0
     try:
         command = build_host(arguments.host, scratch)
         for given in arguments.paths:
             for library in elf_files(unpacked(given, scratch)):
-                real = probe(command, library)
+                real = probe(command, library, now=arguments.now)
                 if real.preloaded or real.error.startswith("host exited"):
                     skipped += 1  # nothing to compare: mapped before, or the host died
                     continue

@@ -12,6 +12,7 @@ libraries is held against the probe too.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shutil
@@ -558,3 +559,14 @@ def test_the_preset_leaves_the_cxx_runtime_itself_alone(tmp_path: Path) -> None:
     plan = elfpatch.fix(copy, dry_run=True, hide=["preset:cxx-instantiations"]).plan
     assert plan is not None
     assert [c for lib in plan.libraries for c in lib.changes if c.original != "UNIQUE"] == []
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_rtld_now_as_python_imports(built: dict[str, Path], host: str,
+                                    hosts: dict[str, list[str]]) -> None:
+    """dlopen(RTLD_NOW) binds function slots at load too: the model follows with bind_now."""
+    chosen = dataclasses.replace(LoadHost.named(host), bind_now=True)
+    for name in ("first", "never", "std", "two_providers", "tls", "missing_version"):
+        real = probe(hosts[host], built[name], now=True)
+        predicted = dlopen_verdict(built[name], chosen)
+        assert (predicted.loads, predicted.unloads) == (real.loaded, real.unloaded), name

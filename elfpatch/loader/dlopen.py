@@ -111,13 +111,17 @@ class LoadHost:
 
     ``program`` None stands for a program that exports nothing and needs
     ``runtime`` (SONAMEs found the way ld.so finds them); a program given
-    by path brings its own closure.  ``musl`` hosts never unload.
+    by path brings its own closure.  ``musl`` hosts never unload.  The
+    default mode is RTLD_LAZY | RTLD_LOCAL; ``bind_now`` is RTLD_NOW.
     """
 
     name: str
     program: Path | None = None
     runtime: tuple[str, ...] = ()
     musl: bool = False
+    # dlopen(RTLD_NOW): function slots bound at load too (Python's import does this,
+    # sys.getdlopenflags()), which can only add bindings, hence pins
+    bind_now: bool = False
 
     @classmethod
     def python(cls, executable: str | os.PathLike[str] | None = None) -> LoadHost:
@@ -230,16 +234,16 @@ class _Image:
         return self.versioned.get((name, version))
 
 
-def _read_image(path: str, new: bool) -> _Image:
+def _read_image(path: str, new: bool, now: bool = False) -> _Image:
     with ElfFile.open(path) as elf:
-        return _image_of(elf, path, new)
+        return _image_of(elf, path, new, now)
 
 
-def _image_of(elf: ElfFile, path: str, new: bool) -> _Image:
+def _image_of(elf: ElfFile, path: str, new: bool, now: bool) -> _Image:
     dynamic = bool(elf.dynamic)
     flags = (elf.dynamic_value(C.DT_FLAGS) or 0) if dynamic else 0
     flags_1 = (elf.dynamic_value(C.DT_FLAGS_1) or 0) if dynamic else 0
-    bind_now = bool(flags & _DF_BIND_NOW or flags_1 & _DF_1_NOW
+    bind_now = bool(now or flags & _DF_BIND_NOW or flags_1 & _DF_1_NOW
                     or (dynamic and elf.dynamic_value(_DT_BIND_NOW) is not None))
     image = _Image(path, elf.soname if dynamic else None,
                    tuple(elf.needed) if dynamic else (), new, flags_1, bind_now)
@@ -438,7 +442,7 @@ class _Dlopen:
                                or _identity(image.path) == identity):
                 return image
         if path not in self.read:
-            self.read[path] = _read_image(path, True)
+            self.read[path] = _read_image(path, True, self.host.bind_now)
         return self.read[path]
 
     def _provider_of(self, needed: str) -> _Image | None:
