@@ -179,8 +179,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="dlopen with RTLD_NOW, as Python's import does")
     arguments = parser.parse_args(argv)
 
-    from elfpatch.loader.dlopen import LoadHost, dlopen_verdict
+    from elfpatch.loader.dlopen import LoadHost
     from elfpatch.loader.host import HostProfile
+    from elfpatch.service.load import load_verdict
 
     profile = HostProfile.of_this_host()
     host = dataclasses.replace(LoadHost.named(arguments.host), bind_now=arguments.now)
@@ -195,7 +196,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     skipped += 1  # nothing to compare: mapped before, or the host died
                     continue
                 try:
-                    verdict = dlopen_verdict(library, host, profile=profile)
+                    verdict = load_verdict(library, host, profile)
                 except Exception as error:  # a reader failure is a finding too
                     print(f"{library}: elfpatch failed: {error}", file=sys.stderr)
                     failed += 1

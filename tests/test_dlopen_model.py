@@ -42,6 +42,7 @@ from elfpatch.loader.dlopen import (
     dlopen_verdict,
 )
 from elfpatch.policy import Policy
+from elfpatch.service.load import load_verdict
 
 HOSTS = ("c", "c++", "python")
 DEBUG = "bindings,files"
@@ -79,6 +80,12 @@ thread_local Noisy noisy;
 extern "C" int touch() { return noisy.v; }
 """
 
+# The same, but an initializer builds the thread_local while the library loads, through
+# an exported function (called through the PLT, as libc10.so's UndefinedTensorImpl does).
+THREAD_LOCAL_AT_LOAD = THREAD_LOCAL + r"""
+struct Early { Early() { touch(); } } early;
+"""
+
 VERSIONED = "int versioned(void) { return 1; }\n"
 USES_VERSIONED = "int versioned(void);\nint use(void) { return versioned(); }\n"
 
@@ -108,6 +115,8 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
                                 soname="libplain.so"),
         "tls": compile_linked("g++", "c++", folder / "libtls.so", THREAD_LOCAL,
                               soname="libtls.so"),
+        "tls_at_load": compile_linked("g++", "c++", folder / "libtlsload.so",
+                                      THREAD_LOCAL_AT_LOAD, soname="libtlsload.so"),
     }
     # Two providers of one name (the same source, two SONAMEs) needed by a plain root:
     # the first in the root's local scope enters the name, the second binds to it.
@@ -260,6 +269,21 @@ def test_thread_local_destructors_are_a_condition_not_a_verdict(
     assert predicted.unloads is True
     blocker, = predicted.blockers
     assert blocker.kind == TLS_DESTRUCTORS and not blocker.certain
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_an_initializer_that_builds_a_thread_local_keeps_the_library(
+        built: dict[str, Path], host: str, hosts: dict[str, list[str]]) -> None:
+    library = built["tls_at_load"]
+    real = probe(hosts[host], library)
+    predicted = load_verdict(library, LoadHost.named(host))
+    assert (predicted.loads, predicted.unloads) == (real.loaded, real.unloaded) == (True, False)
+    blocker, = predicted.certain_blockers
+    assert blocker.kind == TLS_DESTRUCTORS
+    assert blocker.symbols[-1] == "__cxa_thread_atexit" and "_ZN5EarlyC1Ev" in blocker.symbols
+    # The model alone only flags the condition: the initializers decide.
+    assert dlopen_verdict(library, LoadHost.named(host)).unloads is True
+    assert load_verdict(built["tls"], LoadHost.named(host)).unloads is True
 
 
 # -- cannot load ----------------------------------------------------------------------------

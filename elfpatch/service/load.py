@@ -19,9 +19,17 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from elfpatch.analysis.thread_exit import thread_destructor_at_load
 from elfpatch.analysis.unique import FileScan
+from elfpatch.elf.file import ElfFile
 from elfpatch.errors import PARSE_FAILURES, ElfpatchError
-from elfpatch.loader.dlopen import LoadHost, LoadVerdict, dlopen_verdict
+from elfpatch.loader.dlopen import (
+    EVIDENCE,
+    TLS_DESTRUCTORS,
+    LoadHost,
+    LoadVerdict,
+    dlopen_verdict,
+)
 from elfpatch.loader.host import HostProfile
 from elfpatch.wheel import elf_members, member_data, open_archive
 
@@ -57,9 +65,31 @@ def _wheel_host(archive: str) -> LoadHost:
     return python
 
 
+def load_verdict(path: Path, host: LoadHost, profile: HostProfile | None = None
+                 ) -> LoadVerdict:
+    """The loader model's verdict, and whether an initializer registers a thread_local
+    destructor while the library loads (which the model alone only flags)."""
+    verdict = dlopen_verdict(path, host, profile=profile)
+    pending = [b for b in verdict.blockers if b.kind == TLS_DESTRUCTORS and not b.certain]
+    if not (verdict.unloads and pending):
+        return verdict
+    with ElfFile.open(path) as elf:
+        chain = thread_destructor_at_load(elf, str(path))
+    if chain is None:
+        return verdict
+    blocker = dataclasses.replace(
+        pending[0], certain=True, symbols=chain[-EVIDENCE:], count=len(chain),
+        detail="an initializer registers a thread_local destructor while it loads "
+               f"({' -> '.join(chain[:1] + chain[-2:])}): it stays while the loading "
+               "thread lives")
+    blockers = tuple(blocker if b is pending[0] else b for b in verdict.blockers)
+    return dataclasses.replace(verdict, unloads=False, blockers=blockers,
+                               kept=(verdict.path, *verdict.kept))
+
+
 def _verdict(path: Path, host: LoadHost, profile: HostProfile) -> LoadVerdict | None:
     try:
-        return dlopen_verdict(path, host, profile=profile)
+        return load_verdict(path, host, profile)
     except (ElfpatchError, *PARSE_FAILURES):
         return None  # the scan itself reports an unreadable file
 
