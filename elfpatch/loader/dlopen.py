@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate, compress
 from pathlib import Path
@@ -347,16 +347,28 @@ def _relocated_symbols(elf: ElfFile, bind_now: bool) -> tuple[set[int], set[int]
 
 # -- the model ----------------------------------------------------------------------------
 
+# The calls by which an object's initializers register a thread_local destructor
+# while it loads (initializer first), or None: the machine-code analysis, which
+# lives above this layer, passed in by the caller.
+ThreadDestructorsAtLoad = Callable[[str], "tuple[str, ...] | None"]
+
+
 def dlopen_verdict(root: str | os.PathLike[str], host: LoadHost | None = None, *,
-                   profile: HostProfile | None = None) -> LoadVerdict:
+                   profile: HostProfile | None = None,
+                   registers_at_load: ThreadDestructorsAtLoad | None = None) -> LoadVerdict:
     """Whether ``root`` loads in ``host`` (default: a plain C program), and whether
-    ``dlclose`` unloads it again, with every blocker and its cure."""
+    ``dlclose`` unloads it again, with every blocker and its cure.
+
+    ``registers_at_load`` answers, for an object that registers thread_local
+    destructors, whether its initializers do so while it loads; without it
+    that stays a condition (``Blocker.certain`` False).
+    """
     host = host or LoadHost.c_program()
     profile = profile or HostProfile.of_this_host()
     path = os.fspath(root)
     closure = dependency_closure(path, host=profile)
     started = _host_images(host, closure, path, profile)
-    return _Dlopen(path, host, closure, started).verdict()
+    return _Dlopen(path, host, closure, started, registers_at_load).verdict()
 
 
 def _host_images(host: LoadHost, closure: Closure, root: str,
@@ -409,8 +421,8 @@ def _find_library(soname: str, closure: Closure, root: str,
 class _Dlopen:
     """One dlopen of ``root`` in a host, then its dlclose."""
 
-    def __init__(self, root: str, host: LoadHost, closure: Closure,
-                 started: list[_Image]) -> None:
+    def __init__(self, root: str, host: LoadHost, closure: Closure, started: list[_Image],
+                 registers_at_load: ThreadDestructorsAtLoad | None = None) -> None:
         self.root_path = root
         self.host = host
         self.closure = closure
@@ -434,6 +446,8 @@ class _Dlopen:
         self.first_unique: dict[_Image, list[bytes]] = {}
         self.bindings: dict[_Image, dict[_Image, list[bytes]]] = {}
         self.errors: list[str] = []
+        self.registers_at_load = registers_at_load
+        self.thread_destructors: dict[_Image, tuple[str, ...]] = {}
 
     def _image_for(self, path: str, soname: str | None, started: list[_Image]) -> _Image:
         identity = _identity(path)
@@ -468,6 +482,8 @@ class _Dlopen:
             return LoadVerdict(self.root_path, self.host.name, True, False, (blocker,),
                                added=added)
         pinned = self._pinned()
+        if self.root not in pinned and self.registers_at_load is not None:
+            pinned = self._pinned_by_thread_destructors(pinned)
         blockers = self._blockers(pinned)
         kept = tuple(i.path for i in self.local_scope if i.new and i in pinned)
         unloads = not (self.host.musl or self.root in pinned)
@@ -554,13 +570,29 @@ class _Dlopen:
                     None)
 
     # -- dlclose ------------------------------------------------------------------------
+    def _pinned_by_thread_destructors(self, pinned: dict[_Image, tuple[str, _Image | None]]
+                                      ) -> dict[_Image, tuple[str, _Image | None]]:
+        """``pinned`` with the objects whose initializers register a thread_local destructor
+        while they load (asked only of those that register any, until the root is held)."""
+        assert self.registers_at_load is not None
+        for image in self.relocation_order:
+            if image.registers_tls_destructors and image not in pinned:
+                chain = self.registers_at_load(image.path)
+                if chain:
+                    self.thread_destructors[image] = chain
+                    pinned = self._pinned()
+                    if self.root in pinned:
+                        break
+        return pinned
+
     def _pinned(self) -> dict[_Image, tuple[str, _Image | None]]:
         """Every object of the dlopen that dlclose leaves mapped, and why."""
         pinned: dict[_Image, tuple[str, _Image | None]] = {}
         queue: list[_Image] = []
         for image in self.relocation_order:
             reason = (NODELETE_FLAG if image.flags_1 & C.DF_1_NODELETE
-                      else FIRST_UNIQUE if image in self.first_unique else None)
+                      else FIRST_UNIQUE if image in self.first_unique
+                      else TLS_DESTRUCTORS if image in self.thread_destructors else None)
             if reason is not None:
                 pinned[image] = (reason, None)
                 queue.append(image)
@@ -588,7 +620,14 @@ class _Dlopen:
                 FIRST_UNIQUE, f"first to provide {len(first)} UNIQUE name(s) looked up",
                 _evidence(first), len(first), cure=CURES[FIRST_UNIQUE]))
         blockers.extend(self._held_by_others(pinned))
-        if root.registers_tls_destructors:
+        chain = self.thread_destructors.get(root)
+        if chain:
+            blockers.append(Blocker(
+                TLS_DESTRUCTORS, "an initializer registers a thread_local destructor while "
+                f"it loads ({' -> '.join(chain[:1] + chain[-2:])}): it stays while the "
+                "loading thread lives", chain[-EVIDENCE:], len(chain),
+                cure=CURES[TLS_DESTRUCTORS]))
+        elif root.registers_tls_destructors:
             blockers.append(Blocker(
                 TLS_DESTRUCTORS, "registers thread_local destructors: stays mapped while a "
                 "thread that built one lives", cure=CURES[TLS_DESTRUCTORS], certain=False))
@@ -622,6 +661,8 @@ def _pin_reason(image: _Image, pinned: dict[_Image, tuple[str, _Image | None]]) 
         return "first provider of UNIQUE symbols"
     if reason == NODELETE_FLAG:
         return "DF_1_NODELETE"
+    if reason == TLS_DESTRUCTORS:
+        return "its initializers register a thread_local destructor"
     assert holder is not None
     verb = "bound to by" if reason == BOUND_BY_PINNED else "needed by"
     return f"{verb} {Path(holder.path).name}"

@@ -23,13 +23,7 @@ from elfpatch.analysis.thread_exit import thread_destructor_at_load
 from elfpatch.analysis.unique import FileScan
 from elfpatch.elf.file import ElfFile
 from elfpatch.errors import PARSE_FAILURES, ElfpatchError
-from elfpatch.loader.dlopen import (
-    EVIDENCE,
-    TLS_DESTRUCTORS,
-    LoadHost,
-    LoadVerdict,
-    dlopen_verdict,
-)
+from elfpatch.loader.dlopen import LoadHost, LoadVerdict, dlopen_verdict
 from elfpatch.loader.host import HostProfile
 from elfpatch.wheel import elf_members, member_data, open_archive
 
@@ -67,24 +61,15 @@ def _wheel_host(archive: str) -> LoadHost:
 
 def load_verdict(path: Path, host: LoadHost, profile: HostProfile | None = None
                  ) -> LoadVerdict:
-    """The loader model's verdict, and whether an initializer registers a thread_local
-    destructor while the library loads (which the model alone only flags)."""
-    verdict = dlopen_verdict(path, host, profile=profile)
-    pending = [b for b in verdict.blockers if b.kind == TLS_DESTRUCTORS and not b.certain]
-    if not (verdict.unloads and pending):
-        return verdict
+    """The loader model's verdict, told which objects' initializers register a
+    thread_local destructor while they load (found by following their code)."""
+    return dlopen_verdict(path, host, profile=profile,
+                          registers_at_load=thread_destructors_at_load)
+
+
+def thread_destructors_at_load(path: str) -> tuple[str, ...] | None:
     with ElfFile.open(path) as elf:
-        chain = thread_destructor_at_load(elf, str(path))
-    if chain is None:
-        return verdict
-    blocker = dataclasses.replace(
-        pending[0], certain=True, symbols=chain[-EVIDENCE:], count=len(chain),
-        detail="an initializer registers a thread_local destructor while it loads "
-               f"({' -> '.join(chain[:1] + chain[-2:])}): it stays while the loading "
-               "thread lives")
-    blockers = tuple(blocker if b is pending[0] else b for b in verdict.blockers)
-    return dataclasses.replace(verdict, unloads=False, blockers=blockers,
-                               kept=(verdict.path, *verdict.kept))
+        return thread_destructor_at_load(elf, path)
 
 
 def _verdict(path: Path, host: LoadHost, profile: HostProfile) -> LoadVerdict | None:
