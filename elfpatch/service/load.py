@@ -25,7 +25,7 @@ from elfpatch.elf.file import ElfFile
 from elfpatch.errors import PARSE_FAILURES, ElfpatchError
 from elfpatch.loader.dlopen import LoadHost, LoadVerdict, dlopen_verdict
 from elfpatch.loader.host import HostProfile
-from elfpatch.wheel import elf_members, member_data, open_archive
+from elfpatch.wheel import elf_members, open_archive
 
 
 def with_load_verdicts(scans: list[FileScan], host: LoadHost | None = None,
@@ -111,13 +111,9 @@ def _unpack_elf_members(archive: Path, folder: Path) -> None:
         for member in elf_members(opened):
             target = folder / member.name
             target.parent.mkdir(parents=True, exist_ok=True)
-            data = member_data(opened, member)
-            try:
-                with target.open("wb") as handle:
-                    handle.write(data)
-            finally:
-                if not isinstance(data, bytes):
-                    data.close()
+            with target.open("wb") as handle:  # streamed: a huge member costs no memory
+                for chunk in opened.decoded_chunks(member):
+                    handle.write(chunk)
             target.chmod(0o755)
 
 
