@@ -27,7 +27,12 @@ import jsonschema
 import pytest
 from support.build import compile_linked, invoke, make_wheel, require_tool
 from support.probe import build_host, probe
-from support.readelf import readelf_relocations, readelf_symbols, readelf_unique_definitions
+from support.readelf import (
+    readelf_relocations,
+    readelf_symbols,
+    readelf_unique_definitions,
+    readelf_versions,
+)
 
 import elfpatch
 from elfpatch.analysis.check import RULE_CANNOT_LOAD, RULE_STAYS_LOADED
@@ -594,3 +599,31 @@ def test_rtld_now_as_python_imports(built: dict[str, Path], host: str,
         real = probe(hosts[host], built[name], now=True)
         predicted = dlopen_verdict(built[name], chosen)
         assert (predicted.loads, predicted.unloads) == (real.loaded, real.unloaded), name
+
+
+def test_a_reference_to_the_runtimes_version_does_not_keep_an_instantiation(
+        built: dict[str, Path], hosts: dict[str, list[str]], tmp_path: Path) -> None:
+    """A user linked against libstdc++ first asks for GLIBCXX_3.4's do_widen: hidden in
+    the extension, its reference binds to libstdc++'s copy, so the set analysis hides it."""
+    runtime = SYSTEM / "libstdc++.so.6"
+    if not runtime.exists():
+        pytest.skip(f"{runtime} is not on this machine")
+    folder = tmp_path / "set"
+    folder.mkdir()
+    provider = folder / "libext.so"
+    shutil.copy(built["std"], provider)
+    user = compile_linked("g++", "c++", folder / "libwiden.so", USES_WIDEN,
+                          soname="libwiden.so", needed=(runtime.resolve(), provider),
+                          flags=("-Wl,-rpath,$ORIGIN",))
+    assert ("libstdc++.so.6", "GLIBCXX_3.4", False) in readelf_versions(user).needed
+    result = elfpatch.fix([provider, user], dry_run=True, hide=["preset:cxx-instantiations"])
+    assert result.plan is not None
+    ext = next(lib for lib in result.plan.libraries if lib.label.endswith("libext.so"))
+    assert "_ZNKSt5ctypeIcE8do_widenEc" in {c.name for c in ext.changes}
+    assert ext.kept_exported == ()
+    elfpatch.fix([provider, user], in_place=True, hide=["preset:cxx-instantiations"])
+    assert probe(hosts["c"], user).loaded
+    done = subprocess.run([sys.executable, "-c", "import ctypes, sys; "
+                           "print(ctypes.CDLL(sys.argv[1]).widen())", str(user)],
+                          capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == str(ord("a"))

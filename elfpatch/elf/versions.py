@@ -50,10 +50,17 @@ class SymbolVersions:
     defined: frozenset[str] = frozenset()  # every verdef name, the base one included
     needs: tuple[VersionNeed, ...] = ()
     base: frozenset[int] = frozenset({0, 1})
+    needed_from: dict[int, str] = field(default_factory=dict)  # needed index -> vn_file
 
     @property
     def has_definitions(self) -> bool:
         return bool(self.defined)
+
+    def needed_file(self, index: int) -> str | None:
+        """The file (a SONAME) whose version .dynsym entry ``index`` asks for, if any."""
+        if index >= len(self.versym):
+            return None
+        return self.needed_from.get(self.versym[index] & VERSYM_INDEX)
 
     def version_of(self, index: int) -> tuple[str | None, bool]:
         """(version name or None for unversioned, hidden) of .dynsym entry ``index``."""
@@ -76,10 +83,11 @@ def read_versions(elf: ElfFile, symbol_count: int) -> SymbolVersions:
         raw = elf.bytes_at(offset, 2 * symbol_count, ".gnu.version")
         versym = column(raw, 2, 0, 2, elf.header.little_endian)
     names: dict[int, str] = {}
+    files: dict[int, str] = {}
     defined, base = _read_verdef(elf, names)
-    needs = _read_verneed(elf, names)
+    needs = _read_verneed(elf, names, files)
     return SymbolVersions(versym, names, frozenset(defined), tuple(needs),
-                          frozenset({0, 1, *base}))
+                          frozenset({0, 1, *base}), files)
 
 
 def _strings(elf: ElfFile) -> tuple[int, int]:
@@ -114,7 +122,8 @@ def _read_verdef(elf: ElfFile, names: dict[int, str]) -> tuple[list[str], list[i
     return defined, base
 
 
-def _read_verneed(elf: ElfFile, names: dict[int, str]) -> list[VersionNeed]:
+def _read_verneed(elf: ElfFile, names: dict[int, str], files: dict[int, str]
+                  ) -> list[VersionNeed]:
     address = elf.dynamic_value(C.DT_VERNEED)
     if address is None:
         return []
@@ -132,6 +141,7 @@ def _read_verneed(elf: ElfFile, names: dict[int, str]) -> list[VersionNeed]:
                 "IHHII", position, "vernaux entry")
             name = elf.cstring(strtab, strsz, name_offset, "version requirement name")
             names[other & VERSYM_INDEX] = name
+            files[other & VERSYM_INDEX] = file
             needs.append(VersionNeed(file, name, bool(flags & VER_FLG_WEAK)))
             if not next_aux:
                 break
