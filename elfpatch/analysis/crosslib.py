@@ -34,6 +34,9 @@ class LibrarySymbols:
     # Undefined names whose symbol version is one of the C++ runtime's (GLIBCXX_3.4.21 of
     # libstdc++.so.6): the runtime provides them, whoever else of the set exports them too.
     from_runtime: set[str] = field(default_factory=set)
+    # The newest GLIBCXX_ version it requires of libstdc++: any libstdc++ that loads it
+    # defines every symbol of that version or older.
+    runtime_level: tuple[int, ...] = ()
 
 
 # How many libraries a SharedUse names; the counts cover the rest.  Naming
@@ -68,6 +71,8 @@ def dynamic_symbols(elf: ElfFile, label: str) -> LibrarySymbols:
     bindings, shndxs = table.bindings, table.shndxs
     exported = set(table.exported_indices())
     versions = read_versions(elf, table.count)
+    info.runtime_level = max((version_level(n.name) for n in versions.needs
+                              if n.file.startswith("libstdc++.") and not n.weak), default=())
     for index, name in _named_entries(table):
         if shndxs[index] == C.SHN_UNDEF:
             if bindings[index] != C.STB_LOCAL:
@@ -80,12 +85,24 @@ def dynamic_symbols(elf: ElfFile, label: str) -> LibrarySymbols:
     return info
 
 
+def version_level(version: str) -> tuple[int, ...]:
+    """GLIBCXX_3.4.21 -> (3, 4, 21); other version names -> () (they never compare)."""
+    prefix = "GLIBCXX_"
+    if not version.startswith(prefix):
+        return ()
+    try:
+        return tuple(int(part) for part in version[len(prefix):].split("."))
+    except ValueError:
+        return ()
+
+
 def _named_entries(table: SymbolTable) -> list[tuple[int, str]]:
     offsets = table.name_offsets
     return [(i, table.name(i)) for i in range(1, table.count) if offsets[i]]
 
 
 def shared_uses(libraries: list[LibrarySymbols], hidden: dict[str, set[str]] | None = None,
+                runtime: dict[str, tuple[int, ...]] | None = None,
                 ) -> dict[str, dict[str, SharedUse]]:
     """library label -> UNIQUE (or ``hidden``) symbol -> how the rest of the set uses it.
 
@@ -105,6 +122,13 @@ def shared_uses(libraries: list[LibrarySymbols], hidden: dict[str, set[str]] | N
             referencers[name].append(lib.label)
         for name in lib.from_runtime & all_hidden:
             runtime_users[name].add(lib.label)
+        if runtime and lib.runtime_level:
+            # An unversioned reference takes libstdc++'s copy too, when every libstdc++
+            # this library can load with has it (defined at its level or below).
+            for name in (lib.undefined - lib.from_runtime) & all_hidden:
+                level = runtime.get(name)
+                if level and level <= lib.runtime_level:
+                    runtime_users[name].add(lib.label)
     uses: dict[str, dict[str, SharedUse]] = {}
     for lib in libraries:
         mine: dict[str, SharedUse] = {}

@@ -399,6 +399,21 @@ def _runtime_paths(sonames: tuple[str, ...], closure: Closure, root: str,
                 yield str(loaded.path)
 
 
+def find_system_library(soname: str, profile: HostProfile | None = None) -> str | None:
+    """Where a program on ``profile`` (None: this machine) finds ``soname`` of its own
+    kind (x86-64 here): the ld.so.cache, then the system directories."""
+    profile = profile or HostProfile.of_this_host()
+    with ElfFile.open(sys.executable) as elf:  # this interpreter: the machine's own kind
+        loader = loader_profile(elf.header, None, profile)
+    cache = read_ld_cache(profile.cache_path) if profile.cache_path else None
+    if cache is not None:
+        cached = cache.lookup(soname, loader.cache_flags, loader.cache_hwcaps,
+                              legacy_entries=profile.takes_legacy_cache_entries)
+        if cached is not None:
+            return cached
+    return next((d + soname for d in loader.system_dirs if Path(d + soname).is_file()), None)
+
+
 def _find_library(soname: str, closure: Closure, root: str,
                   profile: HostProfile) -> str | None:
     for loaded in closure.load_order:

@@ -144,6 +144,32 @@ def hidden_exports(elf: ElfFile, rules: Sequence[HideRule]) -> tuple[Candidate, 
     return tuple(found)
 
 
+def cxx_runtime_levels() -> dict[str, tuple[int, ...]]:
+    """The exports of this machine's libstdc++.so.6 and the GLIBCXX level of each default
+    version; empty when there is none (then only versioned references are trusted)."""
+    from elfpatch.analysis.crosslib import version_level
+    from elfpatch.elf.versions import read_versions
+    from elfpatch.loader.dlopen import find_system_library
+
+    path = find_system_library("libstdc++.so.6")
+    if path is None:
+        return {}
+    try:
+        with ElfFile.open(path) as elf:
+            table = read_dynsym(elf)
+            if table is None:
+                return {}
+            versions = read_versions(elf, table.count)
+            levels = {}
+            for index in table.exported_indices():
+                version, hidden = versions.version_of(index)
+                if version is not None and not hidden:
+                    levels[table.name(index)] = version_level(version)
+            return levels
+    except ElfpatchError:
+        return {}
+
+
 def plan_inputs(inputs: Sequence[FixInput], options: FixOptions) -> SetPlan:
     """Read every input and plan the set; errors leave the plan empty."""
     result = SetPlan()
@@ -162,7 +188,8 @@ def plan_inputs(inputs: Sequence[FixInput], options: FixOptions) -> SetPlan:
 
 def make_plan(libraries: list[_Library], options: FixOptions) -> FixPlan:
     hidden = {lib.item.label: {c.name for c in lib.candidates if c.hidden} for lib in libraries}
-    uses = shared_uses([lib.symbols for lib in libraries], hidden)  # label -> name -> use
+    runtime = cxx_runtime_levels() if any(hidden.values()) else None
+    uses = shared_uses([lib.symbols for lib in libraries], hidden, runtime)  # name -> use
     plans, refusals = [], []
     for lib in libraries:
         label = lib.item.label
