@@ -18,8 +18,9 @@ or a program named by path) has loaded its program's closure at start.
   Later lookups of the name bind to the entered definition, whoever defines
   it too; a UNIQUE name nobody looks up pins nothing;
 * fails when a DT_NEEDED is not found, a required symbol version is not
-  defined by the object that should provide it, or a symbol a load-time
-  relocation needs is defined nowhere.
+  defined by the object that should provide it, a symbol a load-time
+  relocation needs is defined nowhere, the object is a PIE program, or it
+  needs more initial-exec TLS than glibc keeps for dlopen (512 bytes).
 
 ``dlclose`` unloads every object of the dlopen that nothing keeps: an
 object marked NODELETE (a first UNIQUE definition, ``DF_1_NODELETE``)
@@ -28,10 +29,13 @@ to (glibc ``add_dependency``: a NODELETE object's definer becomes NODELETE
 too, otherwise it joins ``l_reldeps``).  Objects the host loaded at start
 never unload.  An object registering ``thread_local`` destructors
 (``__cxa_thread_atexit_impl``) stays while a thread that built one lives:
-that is a condition, not a verdict.  musl's ``dlclose`` unloads nothing.
+a condition, unless the caller's ``registers_at_load`` (the machine-code
+analysis, a layer above) finds its initializers registering one while it
+loads, which pins it like NODELETE.  musl's ``dlclose`` unloads nothing.
 
-Not modelled: ``dlsym`` and lazy bindings made later by calls (both can
-only add pins), IFUNC resolvers, copy relocations, the static TLS surplus.
+Not modelled: ``dlsym`` and lazy bindings made by calls (during the
+initializers too; both can only add pins), IFUNC resolvers, copy
+relocations, static TLS already used by the host.
 """
 
 from __future__ import annotations
