@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from elfpatch.analysis.check import CheckResult
     from elfpatch.analysis.init_order import InitsResult
     from elfpatch.analysis.unique import FileScan
+    from elfpatch.loader.dlopen import LoadHost
     from elfpatch.loader.host import HostProfile
     from elfpatch.policy import Policy
     from elfpatch.service.fix import FixResult
@@ -85,26 +86,54 @@ Progress: TypeAlias = "Callable[[str], None]"
 
 
 @_leaves_nothing_open
-def scan(paths: Paths, *, keep_going: bool = False,
-         progress: Progress | None = None) -> ScanReport:
+def scan(paths: Paths, *, host: LoadHost | str | None = None, loader: bool = True,
+         keep_going: bool = False, progress: Progress | None = None) -> ScanReport:
     """UNIQUE symbols of every ELF file, folder (recursively) and wheel under ``paths``;
-    ``progress`` hears of each file as it is read."""
+    ``progress`` hears of each file as it is read.
+
+    With ``loader`` (the default), each shared library of this machine's kind
+    also gets ``load``: whether glibc loads it and whether dlclose then
+    unloads it, with the blockers.  ``host`` is the process that loads it
+    (``elfpatch.loader.dlopen.LoadHost``, or "python", "c", "c++" or a
+    program's path); by default a wheel's members load in this Python
+    interpreter and a loose file in a plain C program.
+    """
     from elfpatch.service.runner import scan_paths
 
+    chosen = _load_host(host)
     outcome = scan_paths(path_list(paths), progress)
     _raise_first(outcome.errors, keep_going)
-    return ScanReport(tuple(outcome.results), tuple(outcome.errors))
+    files = outcome.results
+    if loader:
+        from elfpatch.service.load import with_load_verdicts
+
+        errors = list(outcome.errors)
+        files = with_load_verdicts(files, chosen, errors=errors)
+        _raise_first(errors, keep_going)
+        return ScanReport(tuple(files), tuple(errors))
+    return ScanReport(tuple(files), tuple(outcome.errors))
+
+
+def _load_host(host: LoadHost | str | None) -> LoadHost | None:
+    if host is None or not isinstance(host, str):
+        return host
+    from elfpatch.loader.dlopen import LoadHost
+
+    return LoadHost.named(host)
 
 
 @_leaves_nothing_open
 def fix(paths: Paths, *, output: PathLike | None = None, in_place: bool = False,
         mode: str = "local", only: str | None = None, exclude: str | None = None,
         strict: bool = False, force: bool = False, dry_run: bool = False,
-        keep_going: bool = False) -> FixResult:
+        hide: Sequence[str] = (), keep_going: bool = False) -> FixResult:
     """Rewrite the UNIQUE bindings of ``paths``, analysed as one set.
 
     Exactly one of ``output`` (a file, or a folder mirroring the inputs),
     ``in_place`` and ``dry_run``.  All files are written, or none.
+    ``hide`` also makes the exports whose demangled name matches one of its
+    regexes LOCAL (``"preset:cxx-instantiations"``: the C++ runtime's template
+    instantiations), unless another library of the set references them.
     """
     from elfpatch.patch.plan import FixOptions
     from elfpatch.service.fix import fix_paths
@@ -112,7 +141,7 @@ def fix(paths: Paths, *, output: PathLike | None = None, in_place: bool = False,
     targets = (output is not None) + in_place
     if targets > 1 or (targets == 0 and not dry_run):
         raise UsageError("fix", "give exactly one of output= and in_place=True (or dry_run=True)")
-    options = FixOptions(mode, only, exclude, strict, force)
+    options = FixOptions(mode, only, exclude, strict, force, tuple(hide))
     result = fix_paths(path_list(paths), options,
                        None if output is None else os.fspath(output), dry_run)
     _raise_first(result.errors, keep_going)
@@ -122,7 +151,8 @@ def fix(paths: Paths, *, output: PathLike | None = None, in_place: bool = False,
 @_leaves_nothing_open
 def repair_wheels(wheels: Paths, wheel_dir: PathLike | None = None, *, mode: str = "local",
                   only: str | None = None, exclude: str | None = None, strict: bool = False,
-                  force: bool = False, dry_run: bool = False, keep_going: bool = False,
+                  force: bool = False, dry_run: bool = False, hide: Sequence[str] = (),
+                  keep_going: bool = False,
                   progress: Callable[[str], None] | None = None) -> WheelsResult:
     """``fix WHEEL -w wheel_dir``: each wheel's ELF members fixed as one set, RECORD rewritten.
 
@@ -141,7 +171,7 @@ def repair_wheels(wheels: Paths, wheel_dir: PathLike | None = None, *, mode: str
         if wheel_dir is None and not dry_run:
             raise UsageError(wheel, "a wheel is repaired into a new wheel in a folder",
                              hint="elfpatch fix WHEEL -w OUTDIR (wheel_dir= in the API)")
-    options = FixOptions(mode, only, exclude, strict, force)
+    options = FixOptions(mode, only, exclude, strict, force, tuple(hide))
     result = fix_wheels(given, None if wheel_dir is None else os.fspath(wheel_dir), options,
                         dry_run, progress)
     _raise_first(result.errors, keep_going)

@@ -92,7 +92,13 @@ def main(ctx: click.Context, traceback: bool) -> None:
               "without any.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr (shown only on a "
               "terminal).")
-def scan(paths: tuple[str, ...], as_json: bool, verbose: bool, quiet: bool) -> None:
+@click.option("--host", metavar="PROGRAM",
+              help="The process that dlopens each library: python, c, c++ or a program's "
+              "path (default: python for wheel members, c for loose files).")
+@click.option("--no-loader", is_flag=True,
+              help="Skip the loader's load and unload verdict (faster on huge libraries).")
+def scan(paths: tuple[str, ...], as_json: bool, verbose: bool, quiet: bool, host: str | None,
+         no_loader: bool) -> None:
     """Report STB_GNU_UNIQUE symbols and what they do at load time.
 
     PATHS are ELF files, folders (searched recursively) and wheels or zips.
@@ -102,7 +108,8 @@ def scan(paths: tuple[str, ...], as_json: bool, verbose: bool, quiet: bool) -> N
 
     progress = _ProgressLine(enabled=not quiet and sys.stderr.isatty(), prefix="scan: ")
     try:
-        outcome = api.scan(paths, keep_going=True, progress=progress)
+        outcome = api.scan(paths, host=host, loader=not no_loader, keep_going=True,
+                           progress=progress)
     finally:
         progress.clear()
     if as_json:
@@ -139,6 +146,10 @@ def scan(paths: tuple[str, ...], as_json: bool, verbose: bool, quiet: bool) -> N
 @click.option("--strict", is_flag=True, help="Refuse (exit 1) instead of keeping symbols "
               "other libraries of the set need GLOBAL.")
 @click.option("--force", is_flag=True, help="Localise even symbols other libraries need.")
+@click.option("--hide", "hide", multiple=True, metavar="REGEX",
+              help="Also make exports whose demangled name matches LOCAL (unless another "
+              "library of the set needs them); preset:cxx-instantiations names the C++ "
+              "runtime's template instantiations. Adds to hide = [...] of [tool.elfpatch].")
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON report (version 1).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr (shown only on a "
               "terminal, for -w).")
@@ -147,7 +158,7 @@ def scan(paths: tuple[str, ...], as_json: bool, verbose: bool, quiet: bool) -> N
 def fix(paths: tuple[str, ...], output: str | None, in_place: bool, wheel_dir: str | None,
         mode: str,
         only: str | None, exclude: str | None, dry_run: bool, strict: bool, force: bool,
-        as_json: bool, quiet: bool, verbose: bool) -> None:
+        hide: tuple[str, ...], as_json: bool, quiet: bool, verbose: bool) -> None:
     """Rewrite STB_GNU_UNIQUE bindings so libraries unload and stay private.
 
     All PATHS (files, folders) are analysed as one set first: a UNIQUE symbol
@@ -161,7 +172,10 @@ def fix(paths: tuple[str, ...], output: str | None, in_place: bool, wheel_dir: s
     if targets > 1 or (targets == 0 and not dry_run):
         raise click.UsageError("give exactly one of -o/--output, --in-place and -w/--wheel-dir "
                                "(or --dry-run)")
-    options = FixOptions(mode, only, exclude, strict, force)  # checks them: one line if wrong
+    from elfpatch.policy import load_policy
+
+    hide = (*load_policy(None).hide, *hide)
+    options = FixOptions(mode, only, exclude, strict, force, hide)  # checked: one line if wrong
     if wheel_dir is not None or all(p.endswith(".whl") for p in paths):
         _fix_wheels(paths, wheel_dir, options, dry_run, as_json, quiet, verbose)
     from elfpatch.service.fix import planned_destinations, run_clock
@@ -171,7 +185,7 @@ def fix(paths: tuple[str, ...], output: str | None, in_place: bool, wheel_dir: s
     try:
         result = api.fix(paths, output=output, in_place=in_place, mode=mode, only=only,
                          exclude=exclude, strict=strict, force=force, dry_run=dry_run,
-                         keep_going=True)
+                         hide=hide, keep_going=True)
     except KeyboardInterrupt:
         _report_interruption_from_files(
             [] if dry_run else planned_destinations(paths, output), started)
@@ -286,8 +300,8 @@ def _fix_wheels(paths: tuple[str, ...], wheel_dir: str | None, options: Any, dry
     try:
         result = api.repair_wheels(paths, wheel_dir, mode=options.mode, only=options.only,
                                    exclude=options.exclude, strict=options.strict,
-                                   force=options.force, dry_run=dry_run, keep_going=True,
-                                   progress=progress)
+                                   force=options.force, dry_run=dry_run, hide=options.hide,
+                                   keep_going=True, progress=progress)
     except KeyboardInterrupt:
         progress.clear()
         targets = [] if wheel_dir is None else [Path(wheel_dir) / Path(p).name for p in paths]

@@ -10,10 +10,16 @@ exit-time-destructors-scope = "all"   # all | read-at-exit (only those a destruc
 init-order = "warn"               # error | warn | ignore   (init-order errors found in code)
 destruction-order = "warn"        # error | warn | ignore   (destruction-order errors)
 max-initializers = { "*/_C*.so" = 40, "*" = 400 }   # budget per library (glob on its path)
+cannot-load = "ignore"            # error | warn | ignore   (dlopen would fail: a DT_NEEDED
+                                  # or symbol version not found, an undefined symbol)
+stays-loaded = "ignore"           # error | warn | ignore   (dlclose leaves it mapped)
+hide = ["preset:cxx-instantiations"]  # fix: exports to make LOCAL (regexes on demangled
+                                      # names, or a preset)
 ```
 
 Out of the box only UNIQUE definitions fail the check; the rest warn until
-configured.
+configured, and the two loader rules (which unpack each wheel to ask the
+loader model) are off.
 """
 
 from __future__ import annotations
@@ -79,17 +85,23 @@ class Policy:
     exit_time_destructors_scope: DestructorScope = DestructorScope.ALL
     destruction_order: Level = Level.WARN
     max_initializers: tuple[tuple[str, int], ...] = ()
+    cannot_load: Level = Level.IGNORE
+    stays_loaded: Level = Level.IGNORE
+    hide: tuple[str, ...] = ()  # for fix: see FixOptions.hide
     source: str | None = None  # the file it was read from
     _compiled: tuple[re.Pattern[str], ...] = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.source is not None and not isinstance(self.source, str):
             self._refuse("source", self.source, "expected the path it was read from (a string)")
-        for name in ("unique", "exit_time_destructors", "init_order", "destruction_order"):
+        for name in ("unique", "exit_time_destructors", "init_order", "destruction_order",
+                     "cannot_load", "stays_loaded"):
             self._set(name, self._choice(name, Level))
         self._set("exit_time_destructors_scope",
                   self._choice("exit_time_destructors_scope", DestructorScope))
-        self._set("allow", self._patterns())
+        self._set("allow", self._strings("allow", "expected a list of regular expressions"))
+        self._set("hide", self._strings("hide", "expected a list of regular expressions or "
+                                        "presets"))
         self._set("_compiled", tuple(self._compile(pattern) for pattern in self.allow))
         self._set("max_initializers", self._budgets())
 
@@ -111,13 +123,13 @@ class Policy:
             self._refuse(name, value, "expected one of " +
                          ", ".join(str(choice.value) for choice in kind))
 
-    def _patterns(self) -> tuple[str, ...]:
-        allow = self.allow
+    def _strings(self, name: str, expected: str) -> tuple[str, ...]:
+        given = getattr(self, name)
         # A lone string is a sequence of characters, each a pattern: never meant.
-        if isinstance(allow, (str, bytes)) or not isinstance(allow, (list, tuple)) \
-                or not all(isinstance(pattern, str) for pattern in allow):
-            self._refuse("allow", allow, "expected a list of regular expressions")
-        return tuple(allow)
+        if isinstance(given, (str, bytes)) or not isinstance(given, (list, tuple)) \
+                or not all(isinstance(pattern, str) for pattern in given):
+            self._refuse(name, given, expected)
+        return tuple(given)
 
     def _compile(self, pattern: str) -> re.Pattern[str]:
         try:
@@ -138,6 +150,11 @@ class Policy:
                     and pair[1] >= 0):
                 self._refuse("max_initializers", given, expected)
         return pairs
+
+    @property
+    def asks_the_loader(self) -> bool:
+        """Whether a rule needs the load and unload verdicts."""
+        return self.cannot_load is not Level.IGNORE or self.stays_loaded is not Level.IGNORE
 
     def allowed(self, *names: str) -> bool:
         return any(p.search(n) for p in self._compiled for n in names)

@@ -9,6 +9,7 @@ size and are not looked at.
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
 import subprocess
 import sys
@@ -116,3 +117,25 @@ def test_check_benchmark_fails_when_check_cannot_read_the_wheel(library: Path,
     result = run_script("check.py", not_a_wheel)
     assert result.returncode == 1
     assert "elfpatch check --format json exited 2" in result.stderr, result.stderr
+
+
+def test_loader_benchmark(library: Path) -> None:
+    require_tool("readelf")
+    output = run_benchmark("loader.py", "--host", "c", library)
+    assert re.search(r'^elfpatch scan --json \(with the verdict\): [\d.]+x readelf -W -r, peak '
+                     r'RSS \d+ MiB; target "scan with the verdict within 2x readelf -W -r": '
+                     r'(met|MISSED)$', output, re.MULTILINE), output
+
+
+def test_unload_probe_agrees_on_a_library_and_a_wheel(library: Path, wheel: Path) -> None:
+    """The probe runs the real loader on each library and prints the agreement."""
+    require_tool("gcc")
+    for host in ("c", "python"):
+        result = subprocess.run([sys.executable, str(BENCHMARKS / "unload_probe.py"), "--host",
+                                 host, "--json", str(library), str(wheel)],
+                                capture_output=True, text=True, timeout=300)
+        assert result.returncode == 0, result.stderr
+        records = [json.loads(line) for line in result.stdout.splitlines()]
+        assert len(records) == 2 and all(r["agree"] for r in records), records
+        assert all(r["unloaded"] is False for r in records)  # the library's UNIQUE symbols
+        assert "agreement on the libraries that load: 2/2 (100.0%)" in result.stderr

@@ -22,6 +22,7 @@ from elfpatch.alongside import Alongside, in_turn
 from elfpatch.analysis.unique import FileScan, scan_elf
 from elfpatch.elf.file import ElfFile
 from elfpatch.errors import ElfpatchError
+from elfpatch.loader.dlopen import Blocker
 from elfpatch.policy import Policy
 from elfpatch.source import ElfSource
 
@@ -34,6 +35,8 @@ RULE_INITIALIZERS = "max-initializers"
 RULE_EXIT_DESTRUCTOR = "exit-time-destructor"
 RULE_INIT_ORDER = "init-order"
 RULE_DESTRUCTION_ORDER = "destruction-order"
+RULE_CANNOT_LOAD = "cannot-load"
+RULE_STAYS_LOADED = "stays-loaded"
 
 
 @dataclass(frozen=True)
@@ -233,7 +236,7 @@ def _destroyed_object(risk: Risk, registered_by: str) -> str:
 
 def judge(facts: LibraryFacts, policy: Policy, baseline: set[str]) -> LibraryCheck:
     findings = [*_unique_findings(facts, policy), *_budget_findings(facts, policy),
-                *_effect_findings(facts, policy)]
+                *_effect_findings(facts, policy), *_load_findings(facts, policy)]
     keys = distinct_keys([f"{facts.baseline_name}|{f.rule}|{f.subject}" for f in findings])
     marked = tuple(replace(f, key=key, baselined=key in baseline)
                    for f, key in zip(findings, keys, strict=True))
@@ -287,6 +290,31 @@ def _effect_findings(facts: LibraryFacts, policy: Policy) -> list[Finding]:
                              policy.destruction_order.value)
                      for reader, obj, message in facts.destruction_order_errors]
     return findings
+
+
+def _load_findings(facts: LibraryFacts, policy: Policy) -> list[Finding]:
+    """What the loader model says: each reason it cannot load, or each blocker of dlclose."""
+    verdict = facts.scan.load
+    if verdict is None:
+        return []
+    if not verdict.loads:
+        if policy.cannot_load == "ignore":
+            return []
+        return [Finding(facts.identity, RULE_CANNOT_LOAD, error.split(":", 1)[0],
+                        f"dlopen in {verdict.host} fails: {error}", policy.cannot_load)
+                for error in verdict.load_errors]
+    if verdict.unloads or policy.stays_loaded == "ignore":
+        return []
+    return [Finding(facts.identity, RULE_STAYS_LOADED,
+                    blocker.kind if blocker.via is None else f"{blocker.kind}:{blocker.via}",
+                    _blocker_message(verdict.host, blocker), policy.stays_loaded)
+            for blocker in verdict.certain_blockers]
+
+
+def _blocker_message(host: str, blocker: Blocker) -> str:
+    example = f" (e.g. {', '.join(blocker.symbols[:2])})" if blocker.symbols else ""
+    return (f"stays loaded after dlclose in {host}: {blocker.detail}{example}; "
+            f"cure: {blocker.cure}")
 
 
 def distribution_key(name: str) -> str:

@@ -11,12 +11,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from elfpatch.cxxnames import enclosing_scope
 from elfpatch.demangle import demangle
 from elfpatch.elf import constants as C
 from elfpatch.elf.file import ElfFile
 from elfpatch.elf.symbols import DYNSYM, SymbolTable, symbol_tables
+
+if TYPE_CHECKING:  # the loader model is imported only by those who ask for a verdict
+    from elfpatch.loader.dlopen import LoadVerdict
 
 # What a C++ engineer calls the entity behind a UNIQUE symbol.
 KIND_FUNCTION_LOCAL_STATIC = "function_local_static"
@@ -67,6 +71,8 @@ class FileScan:
     soname: str | None
     nodelete: bool  # DF_1_NODELETE already set at link time
     unique: tuple[UniqueSymbol, ...]
+    # What glibc does with it in its default host (None: not analysed, e.g. another machine)
+    load: LoadVerdict | None = None
 
     @property
     def dynamic_unique_definitions(self) -> tuple[UniqueSymbol, ...]:
@@ -75,8 +81,19 @@ class FileScan:
 
     @property
     def pinned_by_unique(self) -> bool:
-        """dlclose will not unload this object once it is loaded with dlopen."""
+        """It defines UNIQUE symbols the loader sees: the first to be looked up pins it."""
         return bool(self.dynamic_unique_definitions)
+
+    @property
+    def unloads_on_dlclose(self) -> bool | None:
+        """What glibc does on dlclose in the default host; None when it cannot load.
+
+        Without a loader verdict (a file of another machine), the object's own
+        answer: any UNIQUE definition or DF_1_NODELETE keeps it.
+        """
+        if self.load is not None:
+            return self.load.unloads
+        return not (self.pinned_by_unique or self.nodelete)
 
 
 def classify(name: str, demangled: str) -> str:

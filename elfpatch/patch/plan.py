@@ -25,6 +25,11 @@ MODES = (MODE_LOCAL, MODE_WEAK_HIDDEN, MODE_GLOBAL)
 TARGET_LOCAL = "LOCAL"
 TARGET_WEAK_HIDDEN = "WEAK HIDDEN"
 TARGET_GLOBAL = "GLOBAL"
+# What --hide writes: LOCAL, and HIDDEN because glibc's lazy binding (_dl_fixup)
+# looks a default-visibility symbol up by name even when it is LOCAL, finds
+# nothing, and fails the first call through the PLT ("undefined symbol").
+TARGET_LOCAL_HIDDEN = "LOCAL HIDDEN"
+LOCAL_TARGETS = (TARGET_LOCAL, TARGET_LOCAL_HIDDEN)
 MODE_TARGETS = {MODE_LOCAL: TARGET_LOCAL, MODE_WEAK_HIDDEN: TARGET_WEAK_HIDDEN,
                 MODE_GLOBAL: TARGET_GLOBAL}
 
@@ -37,6 +42,8 @@ class Candidate:
     index: int
     name: str
     defined: bool
+    hidden: bool = False  # not UNIQUE: an export --hide asked to make LOCAL
+    binding: str = "UNIQUE"  # as readelf prints it
 
     @property
     def demangled(self) -> str:
@@ -52,6 +59,7 @@ class SymbolChange:
     name: str
     target: str  # TARGET_*
     reason: str
+    original: str = "UNIQUE"  # the binding before: UNIQUE, or GLOBAL/WEAK for --hide
 
     @property
     def demangled(self) -> str:
@@ -80,6 +88,8 @@ class LibraryPlan:
     label: str  # path, or archive:member
     changes: tuple[SymbolChange, ...]
     skipped: tuple[Candidate, ...]  # UNIQUE symbols left alone by --only/--exclude
+    # Exports --hide matched but left exported: (name, why), e.g. another library needs it
+    kept_exported: tuple[tuple[str, str], ...] = ()
 
     def count(self, target: str) -> int:
         return sum(1 for c in self.changes if c.target == target)
@@ -101,12 +111,16 @@ class FixOptions:
     exclude: str | None = None
     strict: bool = False
     force: bool = False
+    # Exports to make LOCAL: regexes on demangled names, or "preset:NAME" (HIDE_PRESETS)
+    hide: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise UsageError("mode", f"{self.mode!r} is not one of {', '.join(MODES)}")
         if self.strict and self.force:
             raise UsageError("strict", "strict and force contradict each other")
+        for text in self.hide:
+            _hide_matcher(text)  # a bad pattern or preset fails here, with one line
         for option, pattern in (("only", self.only), ("exclude", self.exclude)):
             if pattern is None:
                 continue
@@ -115,6 +129,57 @@ class FixOptions:
             except re.error as error:
                 raise UsageError(option, f"{pattern!r} is not a regular expression "
                                  f"({error})") from None
+
+
+# Named sets of exports --hide can make LOCAL.  "cxx-instantiations": the
+# definitions of the C++ runtime's templates and inline functions (std::,
+# __gnu_cxx::, their vtables and typeinfo) that a library exports only because
+# its code instantiated them (weak), or because it was linked with a static
+# part of the runtime (libstdc++_nonshared.a of manylinux2014's devtoolset:
+# global).  libstdc++ binds its own references to such a copy when the library
+# brings libstdc++ in, and then keeps the library loaded.  A C++ runtime itself
+# is left alone.
+PRESET_CXX_INSTANTIATIONS = "cxx-instantiations"
+# Mangled names in std:: or __gnu_cxx:: (std::string and the other abbreviations
+# included), and their vtables, VTTs and typeinfo: the scope is in the mangling,
+# whereas a demangled template function starts with its return type.
+_CXX_RUNTIME_MANGLED = re.compile(r"_Z(?:T[VTIS]|TC)?N?K?(?:St|S[absiod]|9__gnu_cxx)")
+HIDE_PRESETS = {PRESET_CXX_INSTANTIATIONS: _CXX_RUNTIME_MANGLED}
+PRESET_PREFIX = "preset:"
+HIDE_REASON = "--hide: no other library of the set references it"
+
+
+@dataclass(frozen=True)
+class HideRule:
+    """One --hide pattern: a regex on demangled names, or a preset."""
+
+    text: str
+    pattern: re.Pattern[str]
+    preset: bool
+
+    def matches(self, name: str, runtime_itself: bool) -> bool:
+        """Whether ``name`` is to be hidden; ``runtime_itself``: the library is a C++
+        runtime (libstdc++, libc++), whose std:: definitions are its API."""
+        if self.preset:
+            return not runtime_itself and bool(self.pattern.match(name))
+        return bool(self.pattern.search(demangle(name)))
+
+
+def _hide_matcher(text: str) -> HideRule:
+    if text.startswith(PRESET_PREFIX):
+        name = text[len(PRESET_PREFIX):]
+        if name not in HIDE_PRESETS:
+            raise UsageError("hide", f"{name!r} is not a preset",
+                             hint=f"presets: {', '.join(sorted(HIDE_PRESETS))}")
+        return HideRule(text, HIDE_PRESETS[name], True)
+    try:
+        return HideRule(text, re.compile(text), False)
+    except re.error as error:
+        raise UsageError("hide", f"{text!r} is not a regular expression ({error})") from None
+
+
+def hide_rules(options: FixOptions) -> tuple[HideRule, ...]:
+    return tuple(_hide_matcher(text) for text in options.hide)
 
 
 def selected(candidate: Candidate, options: FixOptions) -> bool:
@@ -169,12 +234,31 @@ def plan_library(label: str, candidates: Iterable[Candidate], uses: dict[str, Sh
     skipped: list[Candidate] = []
     for candidate in candidates:
         (chosen if selected(candidate, options) else skipped).append(candidate)
+    hidden = [c for c in chosen if c.hidden]
+    chosen = [c for c in chosen if not c.hidden]
     decisions = _decide(chosen, uses, options)
     refusals = [_refusal(label, c, uses.get(c.name)) for c in chosen
                 if options.strict and decisions[c.name][1] == "shared" and c.table == DYNSYM]
     changes = tuple(SymbolChange(c.table, c.index, c.name, *decisions[c.name][::2])
                     for c in chosen)
-    return LibraryPlan(label, changes, tuple(skipped)), refusals
+    hides, kept = _decide_hidden(hidden, uses)
+    return LibraryPlan(label, changes + hides, tuple(skipped), kept), refusals
+
+
+def _decide_hidden(hidden: list[Candidate], uses: dict[str, SharedUse]
+                   ) -> tuple[tuple[SymbolChange, ...], tuple[tuple[str, str], ...]]:
+    """Exports --hide matched: LOCAL, unless another library of the set needs them."""
+    changes, kept = [], []
+    for c in hidden:
+        use = uses.get(c.name)
+        if use is not None and use.referenced_count:
+            kept.append((c.name, f"referenced (undefined) by "
+                         f"{name_some(use.referenced_by, use.referenced_count)}: hidden, it "
+                         "would make them fail to load"))
+        else:
+            changes.append(SymbolChange(c.table, c.index, c.name, TARGET_LOCAL_HIDDEN,
+                                        HIDE_REASON, c.binding))
+    return tuple(changes), tuple(kept)
 
 
 def _refusal(label: str, candidate: Candidate, use: SharedUse | None) -> Refusal:

@@ -24,7 +24,14 @@ from elfpatch.elf.symbols import (
 from elfpatch.errors import UnsupportedElfError
 from elfpatch.patch import regions, reorder
 from elfpatch.patch.edit import Edit
-from elfpatch.patch.plan import TARGET_GLOBAL, TARGET_LOCAL, TARGET_WEAK_HIDDEN, LibraryPlan
+from elfpatch.patch.plan import (
+    LOCAL_TARGETS,
+    TARGET_GLOBAL,
+    TARGET_LOCAL,
+    TARGET_LOCAL_HIDDEN,
+    TARGET_WEAK_HIDDEN,
+    LibraryPlan,
+)
 from elfpatch.patch.regions import check_edits
 from elfpatch.patch.reorder import Reordering
 
@@ -34,6 +41,8 @@ def new_info_other(info: int, other: int, target: str) -> tuple[int, int]:
     symbol_type = C.st_type(info)
     if target == TARGET_LOCAL:
         return C.st_info(C.STB_LOCAL, symbol_type), other
+    if target == TARGET_LOCAL_HIDDEN:
+        return C.st_info(C.STB_LOCAL, symbol_type), C.with_visibility(other, C.STV_HIDDEN)
     if target == TARGET_WEAK_HIDDEN:
         return C.st_info(C.STB_WEAK, symbol_type), C.with_visibility(other, C.STV_HIDDEN)
     if target == TARGET_GLOBAL:
@@ -70,7 +79,7 @@ def _patched_entries(table: SymbolTable, by_index: dict[int, str]) -> bytearray:
 
 def _table_edits(elf: ElfFile, table: SymbolTable, by_index: dict[int, str]) -> list[Edit]:
     patched = _patched_entries(table, by_index)
-    moved = tuple(sorted(i for i, target in by_index.items() if target == TARGET_LOCAL))
+    moved = tuple(sorted(i for i, target in by_index.items() if target in LOCAL_TARGETS))
     if not moved:
         return _changed_entries(table, patched, by_index)
     if elf.header.machine == C.EM_MIPS and table.kind == DYNSYM:

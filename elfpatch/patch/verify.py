@@ -56,7 +56,14 @@ from elfpatch.elf.symbols import (
 )
 from elfpatch.errors import CorruptElfError, ElfpatchError
 from elfpatch.patch import regions
-from elfpatch.patch.plan import TARGET_GLOBAL, TARGET_LOCAL, TARGET_WEAK_HIDDEN, LibraryPlan
+from elfpatch.patch.plan import (
+    LOCAL_TARGETS,
+    TARGET_GLOBAL,
+    TARGET_LOCAL,
+    TARGET_LOCAL_HIDDEN,
+    TARGET_WEAK_HIDDEN,
+    LibraryPlan,
+)
 from elfpatch.patch.regions import RegionMap, Spans
 from elfpatch.patch.reorder import sh_info_field
 
@@ -67,6 +74,7 @@ _ALONGSIDE_MINIMUM = 16 << 20
 
 _EXPECTED = {
     TARGET_LOCAL: (C.STB_LOCAL, None),
+    TARGET_LOCAL_HIDDEN: (C.STB_LOCAL, C.STV_HIDDEN),
     TARGET_WEAK_HIDDEN: (C.STB_WEAK, C.STV_HIDDEN),
     TARGET_GLOBAL: (C.STB_GLOBAL, C.STV_DEFAULT),
 }
@@ -255,7 +263,7 @@ def _layout(original: ElfFile, old: SymbolTable, new: SymbolTable,
             targets: dict[int, str]) -> _Layout:
     if new.count != old.count:
         raise _fail(original, f"{old.kind} has {new.count} entries instead of {old.count}")
-    moved = tuple(sorted(i for i, target in targets.items() if target == TARGET_LOCAL))
+    moved = tuple(sorted(i for i, target in targets.items() if target in LOCAL_TARGETS))
     return _Layout(old.count, _first_global(old), moved)
 
 

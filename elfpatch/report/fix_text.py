@@ -12,7 +12,8 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-from elfpatch.patch.plan import FixPlan, LibraryPlan, name_some
+from elfpatch.demangle import demangle
+from elfpatch.patch.plan import HIDE_REASON, FixPlan, LibraryPlan, name_some
 from elfpatch.report.style import Styler, plural
 from elfpatch.service.fix import FixResult, LibraryOutcome
 
@@ -45,6 +46,10 @@ def _render_library(outcome: LibraryOutcome, style: Styler, dry_run: bool,
     if plan.skipped:
         lines.append(f"  {plural(len(plan.skipped), 'UNIQUE symbol')} left as is "
                      "(--only/--exclude)")
+    if plan.kept_exported:
+        name, reason = plan.kept_exported[0]
+        lines.append(f"  {plural(len(plan.kept_exported), 'export')} --hide matched stay "
+                     f"exported, e.g. {demangle(name)}: {reason}")
     if not dry_run and plan.changes and not outcome.written:
         lines.append("  not written")
     if outcome.written and outcome.hard_links_left:
@@ -59,11 +64,12 @@ def _counts_line(plan: LibraryPlan, dry_run: bool, written: bool = True) -> str:
     by_table = Counter((c.table, c.target) for c in plan.changes)
     parts = [f"{table} {n} -> {target}" for (table, target), n in sorted(by_table.items())]
     done = "would be rewritten" if dry_run else "rewritten" if written else "to rewrite"
-    return f"{plural(len(plan.changes), 'UNIQUE symbol')} {done}: " + ", ".join(parts)
+    kind = "UNIQUE symbol" if all(c.original == "UNIQUE" for c in plan.changes) else "symbol"
+    return f"{plural(len(plan.changes), kind)} {done}: " + ", ".join(parts)
 
 
 # The reasons that say only that the asked binding was given.
-_PLAIN_REASONS = ("no other library of the set uses it", "--to global")
+_PLAIN_REASONS = ("no other library of the set uses it", "--to global", HIDE_REASON)
 # A summary names this many symbols that kept GLOBAL.
 _EXAMPLES = 3
 

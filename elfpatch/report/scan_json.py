@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from elfpatch.analysis.unique import FileScan
 from elfpatch.elf.file import printable
 from elfpatch.errors import ElfpatchError
+
+if TYPE_CHECKING:
+    from elfpatch.loader.dlopen import LoadVerdict
 
 SCHEMA_VERSION = 1
 
@@ -22,9 +25,17 @@ def file_record(scan: FileScan) -> dict[str, Any]:
         "soname": scan.soname,
         "unique": [asdict(symbol) for symbol in scan.unique],
         "unique_definitions": len(scan.dynamic_unique_definitions),
-        "unloads_on_dlclose": not (scan.pinned_by_unique or scan.nodelete),
+        "unloads_on_dlclose": scan.unloads_on_dlclose,
         "nodelete": scan.nodelete,
+        "load": None if scan.load is None else load_record(scan.load),
     }
+
+
+def load_record(verdict: LoadVerdict) -> dict[str, Any]:
+    """The loader's verdict: loads, unloads, and every blocker with its evidence and cure."""
+    record = asdict(verdict)
+    del record["path"]
+    return record
 
 
 def error_record(error: ElfpatchError) -> dict[str, str]:

@@ -4,15 +4,22 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from elfpatch.analysis.unique import KIND_DESCRIPTIONS, KIND_GUARD_VARIABLE, FileScan, UniqueSymbol
+from elfpatch.demangle import demangle
 from elfpatch.elf.file import printable
 from elfpatch.elf.symbols import DYNSYM
 from elfpatch.errors import ElfpatchError
+
+if TYPE_CHECKING:
+    from elfpatch.loader.dlopen import LoadVerdict
 from elfpatch.report.style import Styler, plural
 
 # How many symbols a file's summary shows without -v.
 TELLING_SYMBOLS = 5
+# The hosts of loader.dlopen (HOST_C, HOST_CXX, HOST_PYTHON) in words.
+_HOST_WORDS = {"c": "a C program", "c++": "a C++ program", "python": "Python"}
 
 
 # Without -v, files given one by one that have no UNIQUE symbol get a line each
@@ -73,11 +80,16 @@ def _render_file(scan: FileScan, style: Styler, verbose: bool) -> str:
     lines = [style(_title(scan), "head")]
     if not scan.unique:
         lines.append("  " + style("no STB_GNU_UNIQUE symbols", "good"))
-        if scan.nodelete:
+        if scan.load is not None:
+            lines.extend(_load_lines(scan.load, style, verbose))
+        elif scan.nodelete:
             lines.append("  DF_1_NODELETE is set at link time: dlclose never unloads it")
         return "\n".join(lines)
     lines.extend(_counts(scan))
-    lines.extend(_runtime_meaning(scan, style))
+    if scan.load is not None:
+        lines.extend(_load_lines(scan.load, style, verbose))
+    else:
+        lines.extend(_runtime_meaning(scan, style))
     shown = list(scan.unique) if verbose else _most_telling(scan.unique)
     label = "symbols:" if verbose else "for example:"
     lines.append(f"  {label}")
@@ -115,6 +127,32 @@ def _runtime_meaning(scan: FileScan, style: Styler) -> list[str]:
     ]
 
 
+def _load_lines(verdict: LoadVerdict, style: Styler, verbose: bool) -> list[str]:
+    """One line in the common case: what dlclose does in the host, and the first blocker."""
+    where = f"  loaded by {_HOST_WORDS.get(verdict.host, verdict.host)}: "
+    if not verdict.loads:
+        more = len(verdict.load_errors) - 1
+        extra = f" (and {more} more)" if more > 0 else ""
+        return [where + style(f"cannot load: {verdict.load_errors[0]}{extra}", "bad")]
+    certain = verdict.certain_blockers
+    if verdict.unloads or not certain:
+        state = "dlclose unloads it" if verdict.unloads else "stays loaded after dlclose"
+        lines = [where + style(state, "good" if verdict.unloads else "bad")]
+        headline = None
+    else:
+        headline = certain[0]
+        others = f" (+{len(certain) - 1} more, -v lists them)" if len(certain) > 1 else ""
+        lines = [where + style("stays loaded after dlclose: " + headline.detail, "bad") + others]
+    shown = verdict.blockers if verbose else (() if headline is None else (headline,))
+    for blocker in shown:
+        if blocker is not headline:
+            lines.append(f"    {blocker.detail}")
+        if blocker.symbols:
+            lines.append(f"      e.g. {', '.join(demangle(n) for n in blocker.symbols[:2])}")
+        lines.append(f"      cure: {blocker.cure}")
+    return lines
+
+
 def _most_telling(symbols: Iterable[UniqueSymbol]) -> list[UniqueSymbol]:
     """Exported definitions of real objects first: guard variables repeat their object."""
     ranked = sorted(symbols, key=lambda s: (s.table != DYNSYM, not s.defined,
@@ -129,10 +167,19 @@ def _symbol_line(symbol: UniqueSymbol) -> str:
 
 
 def _render_summary(scans: list[FileScan], errors: list[ElfpatchError], style: Styler) -> str:
-    with_unique = [s for s in scans if s.dynamic_unique_definitions]
-    definitions = sum(len(s.dynamic_unique_definitions) for s in scans)
-    text = (f"{plural(len(scans), 'ELF file')} scanned: {len(with_unique)} will not unload "
-            f"because of STB_GNU_UNIQUE ({plural(definitions, 'exported unique definition')})")
+    judged = [s for s in scans if s.load is not None]
+    if judged:
+        kept = sum(1 for s in judged if s.unloads_on_dlclose is False)
+        refused = sum(1 for s in judged if s.load is not None and not s.load.loads)
+        text = (f"{plural(len(scans), 'ELF file')} scanned: {kept} of the "
+                f"{plural(len(judged), 'library', 'libraries')} the loader was asked about "
+                f"stay loaded after dlclose, {refused} cannot load")
+    else:
+        with_unique = [s for s in scans if s.dynamic_unique_definitions]
+        definitions = sum(len(s.dynamic_unique_definitions) for s in scans)
+        text = (f"{plural(len(scans), 'ELF file')} scanned: {len(with_unique)} will not unload "
+                f"because of STB_GNU_UNIQUE "
+                f"({plural(definitions, 'exported unique definition')})")
     if errors:
         text += "; " + style(plural(len(errors), "input") + " could not be read", "bad")
     return text

@@ -9,6 +9,7 @@ of finding keys.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -26,6 +27,7 @@ from elfpatch.errors import PARSE_FAILURES, ElfpatchError, InputError, malformed
 from elfpatch.policy import Policy
 from elfpatch.regular_file import read_regular_text, write_regular_text
 from elfpatch.service.inputs import split_sources
+from elfpatch.service.load import with_load_verdicts
 from elfpatch.service.parallel import run_alongside
 from elfpatch.source import ElfSource, open_source
 
@@ -42,11 +44,19 @@ def run_check(paths: Iterable[str], policy: Policy, baseline: set[str], jobs: in
                                      or policy.init_order != "ignore"
                                      or policy.destruction_order != "ignore")
     facts = gather_all(sources, need_effects, jobs, errors, progress, need_sources)
+    if policy.asks_the_loader:
+        facts = _with_load_verdicts(facts, errors)
     packages = {package_of_source(s) for s in sources if s.member is not None}
     clashes = find_clashes(facts, {s.path: package_of_source(s) for s in sources}) \
         if len(packages) > 1 else []
     return CheckResult(policy, tuple(judge(f, policy, baseline) for f in facts),
                        tuple(clashes), tuple(errors))
+
+
+def _with_load_verdicts(facts: list[LibraryFacts],
+                        errors: list[ElfpatchError]) -> list[LibraryFacts]:
+    scans = with_load_verdicts([f.scan for f in facts], errors=errors)
+    return [dataclasses.replace(f, scan=scan) for f, scan in zip(facts, scans, strict=True)]
 
 
 def gather_all(sources: list[ElfSource], need_effects: bool, jobs: int,

@@ -17,7 +17,7 @@ from pathlib import Path
 from elfpatch.analysis.crosslib import LibrarySymbols, dynamic_symbols, shared_uses
 from elfpatch.elf import constants as C
 from elfpatch.elf.file import ElfFile
-from elfpatch.elf.symbols import symbol_tables
+from elfpatch.elf.symbols import DYNSYM, read_dynsym, symbol_tables
 from elfpatch.errors import (
     PARSE_FAILURES,
     ElfpatchError,
@@ -25,7 +25,15 @@ from elfpatch.errors import (
     UnsupportedElfError,
     malformed,
 )
-from elfpatch.patch.plan import Candidate, FixOptions, FixPlan, LibraryPlan, plan_library
+from elfpatch.patch.plan import (
+    Candidate,
+    FixOptions,
+    FixPlan,
+    HideRule,
+    LibraryPlan,
+    hide_rules,
+    plan_library,
+)
 from elfpatch.patch.rewrite import plan_edits
 from elfpatch.patch.staging import (
     ScratchFile,
@@ -109,7 +117,8 @@ def _open(item: FixInput) -> ElfFile:
     return elf
 
 
-def _read_library(item: FixInput, with_symbols: bool) -> _Library:
+def _read_library(item: FixInput, with_symbols: bool,
+                  hide: tuple[HideRule, ...] = ()) -> _Library:
     with _open(item) as elf:
         if elf.header.type not in (C.ET_DYN, C.ET_EXEC):
             raise UnsupportedElfError(item.label, f"cannot fix an ELF of type "
@@ -117,18 +126,66 @@ def _read_library(item: FixInput, with_symbols: bool) -> _Library:
                                       "libraries", hint="rebuild objects with -fno-gnu-unique")
         candidates = tuple(Candidate(table.kind, index, table.name(index), table.defined(index))
                            for table in symbol_tables(elf) for index in table.unique_indices())
+        if hide:
+            candidates += hidden_exports(elf, hide)
         # Alone, a library has nobody to share with: skip reading every dynamic name.
         symbols = dynamic_symbols(elf, item.label) if with_symbols else \
             LibrarySymbols(item.label)
         return _Library(item, candidates, symbols)
 
 
+def hidden_exports(elf: ElfFile, rules: Sequence[HideRule]) -> tuple[Candidate, ...]:
+    """The exported, non-UNIQUE definitions of .dynsym some --hide rule matches."""
+    table = read_dynsym(elf)
+    if table is None:
+        return ()
+    bindings = table.bindings
+    runtime = (elf.soname or "").startswith(("libstdc++.", "libc++."))
+    found = []
+    for index in table.exported_indices():
+        binding = bindings[index]
+        if binding == C.STB_GNU_UNIQUE:
+            continue  # the UNIQUE rewrite decides these
+        name = table.name(index)
+        if any(rule.matches(name, runtime) for rule in rules):
+            found.append(Candidate(DYNSYM, index, name, True, hidden=True,
+                                   binding=C.BINDING_NAMES[binding]))
+    return tuple(found)
+
+
+def cxx_runtime_levels() -> dict[str, tuple[int, ...]]:
+    """The exports of this machine's libstdc++.so.6 and the GLIBCXX level of each default
+    version; empty when there is none (then only versioned references are trusted)."""
+    from elfpatch.analysis.crosslib import version_level
+    from elfpatch.elf.versions import read_versions
+    from elfpatch.loader.dlopen import find_system_library
+
+    path = find_system_library("libstdc++.so.6")
+    if path is None:
+        return {}
+    try:
+        with ElfFile.open(path) as elf:
+            table = read_dynsym(elf)
+            if table is None:
+                return {}
+            versions = read_versions(elf, table.count)
+            levels = {}
+            for index in table.exported_indices():
+                version, hidden = versions.version_of(index)
+                if version is not None and not hidden:
+                    levels[table.name(index)] = version_level(version)
+            return levels
+    except ElfpatchError:
+        return {}
+
+
 def plan_inputs(inputs: Sequence[FixInput], options: FixOptions) -> SetPlan:
     """Read every input and plan the set; errors leave the plan empty."""
     result = SetPlan()
+    hide = hide_rules(options)
     for item in inputs:
         try:
-            result.libraries.append(_read_library(item, len(inputs) > 1))
+            result.libraries.append(_read_library(item, len(inputs) > 1, hide))
         except ElfpatchError as error:
             result.errors.append(error)
         except PARSE_FAILURES as error:
@@ -139,7 +196,9 @@ def plan_inputs(inputs: Sequence[FixInput], options: FixOptions) -> SetPlan:
 
 
 def make_plan(libraries: list[_Library], options: FixOptions) -> FixPlan:
-    uses = shared_uses([lib.symbols for lib in libraries])  # label -> name -> use
+    hidden = {lib.item.label: {c.name for c in lib.candidates if c.hidden} for lib in libraries}
+    runtime = cxx_runtime_levels() if any(hidden.values()) else None
+    uses = shared_uses([lib.symbols for lib in libraries], hidden, runtime)  # name -> use
     plans, refusals = [], []
     for lib in libraries:
         label = lib.item.label

@@ -269,3 +269,43 @@ def nm_names(path: Path | str, addresses: set[int]) -> dict[int, set[str]]:
         for address, candidates in names.items():
             found.setdefault(address, candidates)
     return found
+
+
+# -- symbol versions (-V) ---------------------------------------------------------------------
+
+_VERSYM_ENTRY = re.compile(r"\s+([0-9a-f]+)(h?)\s*\(([^)]*)\)")
+_VERSION_FILE = re.compile(r"^\s*\S+: Version: \d+\s+File: (\S+)\s+Cnt: \d+")
+_VERSION_NEED = re.compile(r"^\s*\S+:\s+Name: (\S+)\s+Flags: (.*?)\s+Version: \d+")
+_VERSION_DEFINITION = re.compile(r"^\s*\S+: Rev: \d+\s+Flags: (.*?)\s+Index: \d+\s+Cnt: \d+\s+"
+                                 r"Name: (\S+)")
+
+
+@dataclass(frozen=True)
+class ReadelfVersions:
+    """``readelf -V``: each .dynsym entry's version, the versions defined and needed."""
+
+    symbols: tuple[tuple[int, bool, str], ...]  # (index, hidden, name) per .dynsym entry
+    defined: frozenset[str]
+    needed: frozenset[tuple[str, str, bool]]  # (file, version, weak)
+
+
+def readelf_versions(path: Path | str) -> ReadelfVersions:
+    symbols: list[tuple[int, bool, str]] = []
+    defined: set[str] = set()
+    needed: set[tuple[str, str, bool]] = set()
+    section, file = "", ""
+    for line in _readelf(path, "-V").stdout.splitlines():
+        if line.startswith(("Version symbols", "Version needs", "Version definition")):
+            section = line.split()[1]
+            continue
+        if section == "symbols" and re.match(r"^\s+[0-9a-f]+:", line):
+            entries = line.split(":", 1)[1]
+            symbols += [(int(n, 16), h == "h", name) for n, h, name in
+                        _VERSYM_ENTRY.findall(entries)]
+        elif section == "needs" and (found := _VERSION_FILE.match(line)):
+            file = found.group(1)
+        elif section == "needs" and (found := _VERSION_NEED.match(line)):
+            needed.add((file, found.group(1), "WEAK" in found.group(2)))
+        elif section == "definition" and (found := _VERSION_DEFINITION.match(line)):
+            defined.add(found.group(2))
+    return ReadelfVersions(tuple(symbols), frozenset(defined), frozenset(needed))

@@ -1,0 +1,632 @@
+"""The load and unload verdicts of ``loader.dlopen`` equal what glibc does in a real process.
+
+Every library here is built with gcc at test time and opened in a fresh
+process of each host (a plain C program, a C++ program that has libstdc++
+loaded from the start, the Python interpreter): dlopen(RTLD_LAZY |
+RTLD_LOCAL), dlclose, then /proc/self/maps (the probe of
+``benchmarks/unload_probe.py``).  The reason is checked with
+``LD_DEBUG=bindings``: "marking X as NODELETE due to unique symbol" and
+"binding file A to B: normal symbol".  A sample of this machine's own
+libraries is held against the probe too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+from importlib import resources
+from pathlib import Path
+from typing import Any, cast
+
+import jsonschema
+import pytest
+from support.build import compile_linked, invoke, make_wheel, require_tool
+from support.probe import build_host, probe
+from support.readelf import (
+    readelf_relocations,
+    readelf_symbols,
+    readelf_unique_definitions,
+    readelf_versions,
+)
+
+import elfpatch
+from elfpatch.analysis.check import RULE_CANNOT_LOAD, RULE_STAYS_LOADED
+from elfpatch.loader.dlopen import (
+    BOUND_BY_PINNED,
+    FIRST_UNIQUE,
+    MUSL,
+    NODELETE_FLAG,
+    TLS_DESTRUCTORS,
+    LoadHost,
+    LoadVerdict,
+    dlopen_verdict,
+)
+from elfpatch.policy import Policy
+from elfpatch.service.load import load_verdict
+
+HOSTS = ("c", "c++", "python")
+DEBUG = "bindings,files"
+
+FIRST_TO_PROVIDE = r"""
+inline int& counter() { static int value = 1; return value; }
+extern "C" int get() { return counter(); }
+"""
+
+NEVER_LOOKED_UP = r"""
+template <class T> struct Holder { static int member; };
+template <class T> int Holder<T>::member = 3;
+template struct Holder<long>;  // defined UNIQUE, but no code of this library reads it
+extern "C" int get() { return 4; }
+"""
+
+# gcc -O2 emits std::ctype<char>::do_widen (an inline virtual) as a weak, exported
+# definition; libstdc++'s vtable for ctype<char> refers to it.
+EXPORTS_STD_INSTANTIATION = r"""
+#include <locale>
+#include <sstream>
+extern "C" int run() {
+    std::ostringstream out;
+    out << 3 << std::endl;
+    return std::use_facet<std::ctype<char>>(std::locale()).widen('a') + (int)out.str().size();
+}
+"""
+
+PLAIN_C = "int get(void) { return 5; }\n"
+
+THREAD_LOCAL = r"""
+#include <cstdio>
+struct Noisy { int v = 1; ~Noisy() { std::puts("bye"); } };
+thread_local Noisy noisy;
+extern "C" int touch() { return noisy.v; }
+"""
+
+# The same, but an initializer builds the thread_local while the library loads, through
+# an exported function (called through the PLT, as libc10.so's UndefinedTensorImpl does).
+THREAD_LOCAL_AT_LOAD = THREAD_LOCAL + r"""
+struct Early { Early() { touch(); } } early;
+"""
+
+VERSIONED = "int versioned(void) { return 1; }\n"
+USES_VERSIONED = "int versioned(void);\nint use(void) { return versioned(); }\n"
+
+
+@pytest.fixture(scope="session")
+def hosts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]:
+    require_tool("gcc")
+    require_tool("g++")
+    folder = tmp_path_factory.mktemp("hosts")
+    return {kind: build_host(kind, folder) for kind in HOSTS}
+
+
+@pytest.fixture(scope="session")
+def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Every scenario's library, built once."""
+    folder = tmp_path_factory.mktemp("dlopen")
+    libraries = {
+        "first": compile_linked("g++", "c++", folder / "libfirst.so", FIRST_TO_PROVIDE,
+                                soname="libfirst.so"),
+        "never": compile_linked("g++", "c++", folder / "libnever.so", NEVER_LOOKED_UP,
+                                soname="libnever.so"),
+        "std": compile_linked("g++", "c++", folder / "libext.so", EXPORTS_STD_INSTANTIATION,
+                              soname="libext.so", flags=("-O2",)),
+        "nodelete": compile_linked("gcc", "c", folder / "libnodelete.so", PLAIN_C,
+                                   soname="libnodelete.so", flags=("-Wl,-z,nodelete",)),
+        "plain": compile_linked("gcc", "c", folder / "libplain.so", PLAIN_C,
+                                soname="libplain.so"),
+        "tls": compile_linked("g++", "c++", folder / "libtls.so", THREAD_LOCAL,
+                              soname="libtls.so"),
+        "tls_at_load": compile_linked("g++", "c++", folder / "libtlsload.so",
+                                      THREAD_LOCAL_AT_LOAD, soname="libtlsload.so"),
+    }
+    # Two providers of one name (the same source, two SONAMEs) needed by a plain root:
+    # the first in the root's local scope enters the name, the second binds to it.
+    providers = [compile_linked("g++", "c++", folder / f"lib{n}_dep.so", FIRST_TO_PROVIDE,
+                                soname=f"lib{n}_dep.so") for n in ("first", "second")]
+    libraries["two_providers"] = compile_linked(
+        "gcc", "c", folder / "libtwo.so", PLAIN_C, soname="libtwo.so", needed=providers,
+        flags=(f"-Wl,-rpath,{folder}",))
+    libraries.update(_cannot_load(folder))
+    return libraries
+
+
+def _cannot_load(folder: Path) -> dict[str, Path]:
+    """A library whose DT_NEEDED is gone, and one that needs a version its provider lacks."""
+    gone = compile_linked("gcc", "c", folder / "gone" / "libgone.so", PLAIN_C,
+                          soname="libgone.so")
+    missing_needed = compile_linked("gcc", "c", folder / "libmissing.so", PLAIN_C,
+                                    soname="libmissing.so", needed=(gone,))
+    shutil.rmtree(gone.parent)
+    link_time = folder / "v2"
+    link_time.mkdir()
+    (link_time / "map").write_text("V2 { global: versioned; local: *; };\n")
+    (folder / "map").write_text("V1 { global: versioned; local: *; };\n")
+    provider = compile_linked("gcc", "c", link_time / "libprovider.so", VERSIONED,
+                              soname="libprovider.so",
+                              flags=(f"-Wl,--version-script={link_time / 'map'}",))
+    user = compile_linked("gcc", "c", folder / "libversion_user.so", USES_VERSIONED,
+                          soname="libversion_user.so", needed=(provider,),
+                          flags=("-Wl,-rpath,$ORIGIN",))
+    compile_linked("gcc", "c", folder / "libprovider.so", VERSIONED, soname="libprovider.so",
+                   flags=(f"-Wl,--version-script={folder / 'map'}",))
+    return {"missing_needed": missing_needed, "missing_version": user}
+
+
+def verdict(library: Path, host: str) -> LoadVerdict:
+    return dlopen_verdict(library, LoadHost.named(host))
+
+
+def assert_matches_loader(library: Path, host: str, hosts: dict[str, list[str]]) -> LoadVerdict:
+    real = probe(hosts[host], library)
+    predicted = verdict(library, host)
+    assert (predicted.loads, predicted.unloads) == (real.loaded, real.unloaded), \
+        (real, predicted)
+    return predicted
+
+
+def providers(predicted: LoadVerdict) -> set[str]:
+    return {Path(path).name for path in predicted.unique_providers}
+
+
+def names(paths: tuple[str, ...]) -> set[str]:
+    return {Path(path).name for path in paths}
+
+
+def destroyed(debug: str) -> set[str]:
+    """The files LD_DEBUG=files says dlclose unmapped."""
+    return {Path(m).name for m in re.findall(r"file=(\S+) \[\d+\];\s+destroying link map",
+                                             debug)}
+
+
+def marked_nodelete(debug: str) -> set[str]:
+    """The files LD_DEBUG=bindings says were marked NODELETE for a unique symbol."""
+    return {Path(m).name for m in
+            re.findall(r"marking (\S+) \[\d+\] as NODELETE due to unique symbol", debug)}
+
+
+# -- UNIQUE names: the first provider only, and only when looked up ------------------------
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_the_first_provider_of_a_unique_name_stays(built: dict[str, Path], host: str,
+                                                    hosts: dict[str, list[str]]) -> None:
+    library = built["first"]
+    assert readelf_unique_definitions(library)
+    predicted = assert_matches_loader(library, host, hosts)
+    assert predicted.unloads is False
+    assert [b.kind for b in predicted.blockers] == [FIRST_UNIQUE]
+    assert predicted.blockers[0].symbols == ("_ZZ7countervE5value",)
+    marked = marked_nodelete(probe(hosts[host], library, debug=DEBUG).debug)
+    assert "libfirst.so" in marked
+    assert providers(predicted) == marked
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_the_second_provider_unloads_and_the_first_stays(built: dict[str, Path], host: str,
+                                                          hosts: dict[str, list[str]]) -> None:
+    library = built["two_providers"]
+    predicted = assert_matches_loader(library, host, hosts)
+    assert predicted.unloads is True
+    debug = probe(hosts[host], library, debug=DEBUG).debug
+    marked = marked_nodelete(debug)
+    assert "libfirst_dep.so" in marked and "libsecond_dep.so" not in marked
+    assert providers(predicted) == marked
+    assert re.search(r"binding file \S*libsecond_dep\.so \[0\] to \S*libfirst_dep\.so \[0\]: "
+                     r"normal symbol `_ZZ7countervE5value'", debug)
+    assert names(predicted.added) - names(predicted.kept) == destroyed(debug)
+    assert "libsecond_dep.so" in destroyed(debug)
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_a_unique_name_nobody_looks_up_pins_nothing(built: dict[str, Path], host: str,
+                                                    hosts: dict[str, list[str]]) -> None:
+    library = built["never"]
+    assert any(name == "_ZN6HolderIlE6memberE"
+               for _index, name in readelf_unique_definitions(library))
+    predicted = assert_matches_loader(library, host, hosts)
+    assert predicted.unloads is True and predicted.blockers == ()
+    marked = marked_nodelete(probe(hosts[host], library, debug=DEBUG).debug)
+    assert "libnever.so" not in marked
+    assert providers(predicted) == marked
+
+
+# -- pinned through bindings: the extension first to need libstdc++ ------------------------
+
+@pytest.mark.parametrize("host", ["c", "python"])
+def test_an_extension_that_brings_libstdcxx_in_is_pinned_by_it(
+        built: dict[str, Path], host: str, hosts: dict[str, list[str]]) -> None:
+    library = built["std"]
+    predicted = assert_matches_loader(library, host, hosts)
+    assert predicted.unloads is False
+    blocker, = predicted.blockers
+    assert blocker.kind == BOUND_BY_PINNED and Path(blocker.via or "").name == "libstdc++.so.6"
+    assert "_ZNKSt5ctypeIcE8do_widenEc" in blocker.symbols
+    debug = probe(hosts[host], library, debug=DEBUG).debug
+    assert "libstdc++.so.6" in marked_nodelete(debug)
+    assert providers(predicted) == marked_nodelete(debug)
+    assert re.search(r"binding file \S*libstdc\+\+\.so\.6 \[0\] to \S*libext\.so \[0\]: "
+                     r"normal symbol `_ZNKSt5ctypeIcE8do_widenEc'", debug)
+
+
+def test_the_same_extension_unloads_in_a_cxx_host(built: dict[str, Path],
+                                                  hosts: dict[str, list[str]]) -> None:
+    predicted = assert_matches_loader(built["std"], "c++", hosts)
+    assert predicted.unloads is True and predicted.kept == ()
+
+
+# -- other blockers -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_df_1_nodelete_keeps_the_library(built: dict[str, Path], host: str,
+                                         hosts: dict[str, list[str]]) -> None:
+    predicted = assert_matches_loader(built["nodelete"], host, hosts)
+    assert [b.kind for b in predicted.blockers] == [NODELETE_FLAG]
+    assert assert_matches_loader(built["plain"], host, hosts).unloads is True
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_thread_local_destructors_are_a_condition_not_a_verdict(
+        built: dict[str, Path], host: str, hosts: dict[str, list[str]]) -> None:
+    predicted = assert_matches_loader(built["tls"], host, hosts)
+    assert predicted.unloads is True
+    blocker, = predicted.blockers
+    assert blocker.kind == TLS_DESTRUCTORS and not blocker.certain
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_an_initializer_that_builds_a_thread_local_keeps_the_library(
+        built: dict[str, Path], host: str, hosts: dict[str, list[str]]) -> None:
+    library = built["tls_at_load"]
+    real = probe(hosts[host], library)
+    predicted = load_verdict(library, LoadHost.named(host))
+    assert (predicted.loads, predicted.unloads) == (real.loaded, real.unloaded) == (True, False)
+    blocker, = predicted.certain_blockers
+    assert blocker.kind == TLS_DESTRUCTORS
+    assert blocker.symbols[-1] == "__cxa_thread_atexit" and "_ZN5EarlyC1Ev" in blocker.symbols
+    # The model alone only flags the condition: the initializers decide.
+    assert dlopen_verdict(library, LoadHost.named(host)).unloads is True
+    assert load_verdict(built["tls"], LoadHost.named(host)).unloads is True
+
+
+# -- cannot load ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("host", HOSTS)
+@pytest.mark.parametrize(("scenario", "words"), [
+    ("missing_needed", "libgone.so: not found"),
+    ("missing_version", "version `V2' not found"),
+])
+def test_a_library_that_cannot_load_has_no_unload_verdict(
+        built: dict[str, Path], host: str, hosts: dict[str, list[str]], scenario: str,
+        words: str) -> None:
+    real = probe(hosts[host], built[scenario])
+    assert not real.loaded
+    predicted = verdict(built[scenario], host)
+    assert (predicted.loads, predicted.unloads) == (False, None)
+    assert any(words in error for error in predicted.load_errors), predicted.load_errors
+    assert words.split(":")[0].split("`")[-1].strip("'") in real.error
+
+
+# -- before and after fix ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_fix_makes_the_first_provider_unload(built: dict[str, Path], host: str,
+                                             hosts: dict[str, list[str]],
+                                             tmp_path: Path) -> None:
+    fixed = tmp_path / "libfirst.so"
+    elfpatch.fix(built["first"], output=fixed)
+    predicted = assert_matches_loader(fixed, host, hosts)
+    assert predicted.unloads is True and predicted.blockers == ()
+
+
+def test_fix_does_not_free_an_extension_libstdcxx_binds_to(
+        built: dict[str, Path], hosts: dict[str, list[str]], tmp_path: Path) -> None:
+    fixed = tmp_path / "libext.so"
+    elfpatch.fix(built["std"], output=fixed)
+    predicted = assert_matches_loader(fixed, "python", hosts)
+    assert predicted.unloads is False
+    assert [b.kind for b in predicted.blockers] == [BOUND_BY_PINNED]
+
+
+# -- this machine's own libraries --------------------------------------------------------------
+
+SYSTEM = Path("/usr/lib/x86_64-linux-gnu")
+
+
+def system_sample(step: int = 25) -> list[Path]:
+    if not SYSTEM.is_dir():
+        return []
+    files = sorted({p.resolve() for p in SYSTEM.glob("*.so*") if p.is_file()})
+    return [f for f in files if _is_elf(f)][::step]
+
+
+def _is_elf(path: Path) -> bool:
+    with path.open("rb") as handle:
+        return handle.read(4) == b"\x7fELF"
+
+
+@pytest.mark.parametrize("host", ["c", "python"])
+def test_a_sample_of_system_libraries_matches_the_loader(host: str,
+                                                         hosts: dict[str, list[str]]) -> None:
+    sample = system_sample()
+    if len(sample) < 10:
+        pytest.skip(f"{SYSTEM} holds too few libraries for a sample")
+    differ = []
+    pinned = 0
+    for library in sample:
+        real = probe(hosts[host], library)
+        if real.preloaded or "host exited" in real.error:
+            continue  # mapped before dlopen, or a sanitizer runtime ending the process
+        predicted = verdict(library, host)
+        pinned += real.unloaded is False
+        if (predicted.loads, predicted.unloads) != (real.loaded, real.unloaded):
+            differ.append((library, real, predicted))
+    assert differ == []
+    assert pinned, "the sample holds no library that stays: it tests only one answer"
+
+
+# -- scan and the API --------------------------------------------------------------------------
+
+def scan_schema() -> dict[str, Any]:
+    text = resources.files("elfpatch.report").joinpath("scan.schema.json").read_text()
+    return cast(dict[str, Any], json.loads(text))
+
+
+@pytest.fixture(scope="session")
+def wheel_members(built: dict[str, Path], tmp_path_factory: pytest.TempPathFactory
+                  ) -> dict[str, bytes]:
+    """An extension, one that needs a library of the wheel through $ORIGIN, one that cannot load."""
+    folder = tmp_path_factory.mktemp("wheel")
+    dep = compile_linked("gcc", "c", folder / "pkg.libs" / "libdep.so", PLAIN_C,
+                         soname="libdep.so")
+    user = compile_linked("gcc", "c", folder / "pkg" / "libuser.so", PLAIN_C,
+                          soname="libuser.so", needed=(dep,),
+                          flags=("-Wl,-rpath,$ORIGIN/../pkg.libs",))
+    return {"pkg/libext.so": built["std"].read_bytes(), "pkg/libuser.so": user.read_bytes(),
+            "pkg.libs/libdep.so": dep.read_bytes(),
+            "pkg/libmissing.so": built["missing_needed"].read_bytes()}
+
+
+def test_scan_of_a_wheel_judges_members_in_python_as_installed(
+        wheel_members: dict[str, bytes], hosts: dict[str, list[str]], tmp_path: Path) -> None:
+    wheel = make_wheel(tmp_path / "pkg-1.0-cp311-cp311-linux_x86_64.whl", wheel_members)
+    result = invoke("scan", "--json", str(wheel))
+    assert result.exit_code == 0, result.stderr
+    document = json.loads(result.stdout)
+    jsonschema.validate(document, scan_schema(), cls=jsonschema.Draft202012Validator)
+    records = {f["member"]: f for f in document["files"]}
+    installed = tmp_path / "site"
+    with zipfile.ZipFile(wheel) as archive:
+        archive.extractall(installed)
+    for member, record in records.items():
+        real = probe(hosts["python"], installed / member)
+        assert record["load"]["host"] == "python"
+        assert (record["load"]["loads"], record["unloads_on_dlclose"]) == \
+            (real.loaded, real.unloaded), member
+    assert records["pkg/libuser.so"]["load"]["added"][:2] == ["pkg/libuser.so",
+                                                              "pkg.libs/libdep.so"]
+    ext = records["pkg/libext.so"]["load"]
+    assert [b["kind"] for b in ext["blockers"]] == [BOUND_BY_PINNED]
+    assert "libstdc++.so.6" in ext["blockers"][0]["via"]
+    assert records["pkg/libmissing.so"]["unloads_on_dlclose"] is None
+    text = invoke("scan", str(wheel)).stdout
+    assert "loaded by Python: cannot load: libgone.so: not found" in text
+    assert "loaded by Python: stays loaded after dlclose: libstdc++.so.6 stays loaded" in text
+
+
+def test_scan_takes_a_host(built: dict[str, Path]) -> None:
+    library = str(built["std"])
+    loose = elfpatch.scan(library).files[0]
+    assert loose.load is not None and loose.load.host == "c"
+    assert loose.unloads_on_dlclose is False
+    in_cxx = elfpatch.scan(library, host="c++").files[0]
+    assert in_cxx.unloads_on_dlclose is True
+    text = invoke("scan", "--host", "c++", library).stdout
+    assert "loaded by a C++ program: dlclose unloads it" in text
+    bad = invoke("scan", "--host", "/no/such/program", library)
+    assert bad.exit_code == 2 and bad.stderr.count("\n") == 1
+    assert "no such host program" in bad.stderr
+    assert elfpatch.scan(library, loader=False).files[0].load is None
+
+
+def test_a_musllinux_wheel_never_unloads(built: dict[str, Path], tmp_path: Path) -> None:
+    wheel = make_wheel(tmp_path / "pkg-1.0-cp311-cp311-musllinux_1_2_x86_64.whl",
+                       {"pkg/libplain.so": built["plain"].read_bytes()})
+    record = elfpatch.scan(wheel).files[0]
+    assert record.load is not None and record.unloads_on_dlclose is False
+    assert [b.kind for b in record.load.blockers] == [MUSL]
+
+
+# -- check -----------------------------------------------------------------------------------
+
+def test_check_gates_on_libraries_that_cannot_load_or_stay_loaded(
+        wheel_members: dict[str, bytes], tmp_path: Path) -> None:
+    wheel = make_wheel(tmp_path / "pkg-1.0-cp311-cp311-linux_x86_64.whl", wheel_members)
+    quiet = elfpatch.check(wheel, policy=Policy(unique="ignore"))
+    assert quiet.passed and quiet.findings == []  # the loader rules are off by default
+    config = tmp_path / "policy.toml"
+    config.write_text('unique = "ignore"\ncannot-load = "error"\nstays-loaded = "warn"\n')
+    result = elfpatch.check(wheel, config=config)
+    assert not result.passed
+    by_rule = {(f.rule, f.library): f for f in result.findings}
+    missing = by_rule[(RULE_CANNOT_LOAD, "pkg/libmissing.so")]
+    assert missing.level == "error" and missing.subject == "libgone.so"
+    assert "libgone.so: not found" in missing.message
+    pinned = by_rule[(RULE_STAYS_LOADED, "pkg/libext.so")]
+    assert pinned.level == "warn" and "libstdc++.so.6" in pinned.message
+    assert "cure: stop exporting" in pinned.message
+    assert {f.library for f in result.findings} == {"pkg/libmissing.so", "pkg/libext.so"}
+    text = invoke("check", "--config", str(config), str(wheel))
+    assert text.exit_code == 1 and "cannot-load" in text.stdout
+
+
+# -- fix --hide ----------------------------------------------------------------------------------
+
+# A library that needs std::ctype<char>::do_widen from the set (an asm label makes the
+# undefined reference certain, whatever the optimiser inlines).
+USES_WIDEN = r"""
+#include <locale>
+char do_widen(const std::ctype<char>*, char) __asm__("_ZNKSt5ctypeIcE8do_widenEc");
+extern "C" int widen() {
+    return do_widen(&std::use_facet<std::ctype<char>>(std::locale()), 'a');
+}
+"""
+
+# An initializer that calls a std:: instantiation of its own library through the PLT:
+# hidden as LOCAL alone, lazy binding would look it up by name and fail at load.
+CALLS_ITS_INSTANTIATION = r"""
+#include <vector>
+static std::vector<long> make() {
+    std::vector<long> v;
+    for (long i = 0; i < 9; ++i) v.push_back(i);
+    return v;
+}
+static std::vector<long> values = make();
+extern "C" int run() { return (int)values.size(); }
+"""
+
+CALL_RUN = "import ctypes, sys; print(ctypes.CDLL(sys.argv[1]).run())"
+
+
+def test_fix_hide_preset_lets_the_extension_unload_and_keeps_it_working(
+        built: dict[str, Path], hosts: dict[str, list[str]], tmp_path: Path) -> None:
+    fixed = tmp_path / "libext.so"
+    result = elfpatch.fix(built["std"], output=fixed, hide=["preset:cxx-instantiations"])
+    changed = {c.name: c for lib in result.plan.libraries for c in lib.changes}
+    assert changed["_ZNKSt5ctypeIcE8do_widenEc"].target == "LOCAL HIDDEN"
+    assert changed["_ZNKSt5ctypeIcE8do_widenEc"].original == "WEAK"
+    assert all(name.startswith(("_ZNKSt", "_ZNSt", "_ZSt", "_ZTV", "_ZTI", "_ZTS", "_ZN9__gnu"))
+               for name in changed), sorted(changed)
+    for host in ("c", "python"):
+        predicted = assert_matches_loader(fixed, host, hosts)
+        assert predicted.unloads is True, host
+    assert "_ZNKSt5ctypeIcE8do_widenEc" not in {
+        s.name for s in readelf_symbols(fixed, use_dynamic=True)
+        if s.binding != "LOCAL" and s.ndx != "UND"}
+    before = subprocess.run([sys.executable, "-c", CALL_RUN, str(built["std"])],
+                            capture_output=True, text=True, check=True).stdout
+    after = subprocess.run([sys.executable, "-c", CALL_RUN, str(fixed)],
+                           capture_output=True, text=True, check=True).stdout
+    assert after == before and int(after) > 0
+
+
+def test_a_hidden_instantiation_called_through_the_plt_at_load_still_binds(
+        hosts: dict[str, list[str]], tmp_path: Path) -> None:
+    library = compile_linked("g++", "c++", tmp_path / "libinit.so", CALLS_ITS_INSTANTIATION,
+                             soname="libinit.so")
+    plt = {r.symbol or "" for r in readelf_relocations(library).entries
+           if r.type == "R_X86_64_JUMP_SLOT"}
+    assert any(name.startswith("_ZNSt6vectorIlSaIlEE17_M_realloc_insert") for name in plt), plt
+    fixed = tmp_path / "fixed.so"
+    elfpatch.fix(library, output=fixed, hide=["preset:cxx-instantiations"])
+    hidden = {s.name: s for s in readelf_symbols(fixed, use_dynamic=True)}
+    realloc = next(s for n, s in hidden.items() if n.startswith("_ZNSt6vectorIlSaIlEE17_M_real"))
+    assert (realloc.binding, realloc.visibility) == ("LOCAL", "HIDDEN")
+    real = probe(hosts["python"], fixed)
+    assert (real.loaded, real.unloaded) == (True, True), real.error
+    done = subprocess.run([sys.executable, "-c", CALL_RUN, str(fixed)], capture_output=True,
+                          text=True, check=True)
+    assert done.stdout.strip() == "9"
+
+
+def test_fix_hide_keeps_what_another_library_of_the_set_references(
+        hosts: dict[str, list[str]], tmp_path: Path) -> None:
+    """An instantiation libstdc++ does not export (std::vector<long>'s), which another
+    library of the set takes the address of: hidden, that library would not load."""
+    folder = tmp_path / "set"
+    provider = compile_linked("g++", "c++", folder / "libinit.so", CALLS_ITS_INSTANTIATION,
+                              soname="libinit.so")
+    name = next(s.name for s in readelf_symbols(provider, use_dynamic=True)
+                if s.name.startswith("_ZNSt6vectorIlSaIlEE17_M_realloc_insert"))
+    user = compile_linked("g++", "c++", folder / "libuser.so",
+                          f'extern "C" void instantiation() __asm__("{name}");\n'
+                          'extern "C" void* address() { return (void*)&instantiation; }\n',
+                          soname="libuser.so", needed=(provider,),
+                          flags=("-Wl,-rpath,$ORIGIN",))
+    result = invoke("fix", "--json", "--in-place", "--hide", "preset:cxx-instantiations",
+                    str(provider), str(user))
+    assert result.exit_code == 0, result.stderr
+    document = json.loads(result.stdout)
+    records = {Path(r["path"]).name: r for r in document["libraries"]}
+    kept = {k["name"]: k["reason"] for k in records["libinit.so"]["kept_exported"]}
+    assert "libuser.so" in kept[name]
+    assert probe(hosts["c"], user).loaded
+
+
+def test_fix_hide_reads_pyproject_and_refuses_a_bad_pattern(built: dict[str, Path],
+                                                            tmp_path: Path) -> None:
+    bad = invoke("fix", "--dry-run", "--hide", "preset:nothing", str(built["std"]))
+    assert bad.exit_code == 2 and "not a preset" in bad.stderr
+    assert bad.stderr.count("\n") == 1
+    bad = invoke("fix", "--dry-run", "--hide", "(", str(built["std"]))
+    assert bad.exit_code == 2 and "not a regular expression" in bad.stderr
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.elfpatch]\nhide = ["preset:cxx-instantiations"]\n')
+    library = tmp_path / "libext.so"
+    shutil.copy(built["std"], library)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(tmp_path)
+        result = invoke("fix", "--dry-run", "--json", str(library))
+    assert result.exit_code == 0, result.stderr
+    changes = json.loads(result.stdout)["libraries"][0]["changes"]
+    assert any(c["name"] == "_ZNKSt5ctypeIcE8do_widenEc" and c["from"] == "WEAK"
+               for c in changes)
+    jsonschema.validate(json.loads(result.stdout), _schema("fix.schema.json"),
+                        cls=jsonschema.Draft202012Validator)
+
+
+def _schema(name: str) -> dict[str, Any]:
+    return cast(dict[str, Any], json.loads(
+        resources.files("elfpatch.report").joinpath(name).read_text()))
+
+
+def test_the_preset_leaves_the_cxx_runtime_itself_alone(tmp_path: Path) -> None:
+    runtime = SYSTEM / "libstdc++.so.6"
+    if not runtime.exists():
+        pytest.skip(f"{runtime} is not on this machine")
+    copy = tmp_path / "libstdc++.so.6"
+    shutil.copy(runtime.resolve(), copy)
+    plan = elfpatch.fix(copy, dry_run=True, hide=["preset:cxx-instantiations"]).plan
+    assert plan is not None
+    assert [c for lib in plan.libraries for c in lib.changes if c.original != "UNIQUE"] == []
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_rtld_now_as_python_imports(built: dict[str, Path], host: str,
+                                    hosts: dict[str, list[str]]) -> None:
+    """dlopen(RTLD_NOW) binds function slots at load too: the model follows with bind_now."""
+    chosen = dataclasses.replace(LoadHost.named(host), bind_now=True)
+    for name in ("first", "never", "std", "two_providers", "tls", "missing_version"):
+        real = probe(hosts[host], built[name], now=True)
+        predicted = dlopen_verdict(built[name], chosen)
+        assert (predicted.loads, predicted.unloads) == (real.loaded, real.unloaded), name
+
+
+def test_a_reference_to_the_runtimes_version_does_not_keep_an_instantiation(
+        built: dict[str, Path], hosts: dict[str, list[str]], tmp_path: Path) -> None:
+    """A user linked against libstdc++ first asks for GLIBCXX_3.4's do_widen: hidden in
+    the extension, its reference binds to libstdc++'s copy, so the set analysis hides it."""
+    runtime = SYSTEM / "libstdc++.so.6"
+    if not runtime.exists():
+        pytest.skip(f"{runtime} is not on this machine")
+    folder = tmp_path / "set"
+    folder.mkdir()
+    provider = folder / "libext.so"
+    shutil.copy(built["std"], provider)
+    user = compile_linked("g++", "c++", folder / "libwiden.so", USES_WIDEN,
+                          soname="libwiden.so", needed=(runtime.resolve(), provider),
+                          flags=("-Wl,-rpath,$ORIGIN",))
+    assert ("libstdc++.so.6", "GLIBCXX_3.4", False) in readelf_versions(user).needed
+    result = elfpatch.fix([provider, user], dry_run=True, hide=["preset:cxx-instantiations"])
+    assert result.plan is not None
+    ext = next(lib for lib in result.plan.libraries if lib.label.endswith("libext.so"))
+    assert "_ZNKSt5ctypeIcE8do_widenEc" in {c.name for c in ext.changes}
+    assert ext.kept_exported == ()
+    elfpatch.fix([provider, user], in_place=True, hide=["preset:cxx-instantiations"])
+    assert probe(hosts["c"], user).loaded
+    done = subprocess.run([sys.executable, "-c", "import ctypes, sys; "
+                           "print(ctypes.CDLL(sys.argv[1]).widen())", str(user)],
+                          capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == str(ord("a"))
