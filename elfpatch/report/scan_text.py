@@ -31,14 +31,20 @@ def render_scan(scans: list[FileScan], errors: list[ElfpatchError], style: Style
                 verbose: bool = False) -> str:
     """A block per file with UNIQUE symbols; without -v, one line per wheel (or for the
     loose files) that has none, instead of a block each."""
-    shown = scans if verbose else [scan for scan in scans if scan.unique]
+    shown = scans if verbose else [scan for scan in scans if _telling(scan)]
     blocks = [_render_file(scan, style, verbose) for scan in shown]
     if not verbose:
-        clean = [scan for scan in scans if not scan.unique]
+        clean = [scan for scan in scans if not _telling(scan)]
         lines = _clean_lines(clean, style)
         blocks += ["\n".join(lines)] if lines else []
     blocks.append(_render_summary(scans, errors, style))
     return printable("\n\n".join(blocks) + "\n")
+
+
+def _telling(scan: FileScan) -> bool:
+    """Worth a block of its own: UNIQUE symbols, or the loader cannot load it or keeps it."""
+    load = scan.load
+    return bool(scan.unique) or (load is not None and (not load.loads or not load.unloads))
 
 
 def _clean_lines(clean: list[FileScan], style: Styler) -> list[str]:
@@ -53,7 +59,7 @@ def _clean_lines(clean: list[FileScan], style: Styler) -> list[str]:
              for archive, scans in by_archive.items()]
     if len(loose) <= CLEAN_FILES_LISTED:
         lines += [style(_title(scan), "head") + ": " + _clean_count([scan], "", style)
-                  for scan in loose]
+                  + _load_words(scan, style) for scan in loose]
     else:
         lines.append(_clean_count(loose, "ELF file", style) + " (-v lists them)")
     return lines
@@ -69,6 +75,13 @@ def _clean_count(scans: list[FileScan], noun: str, style: Styler) -> str:
         text += (f"; DF_1_NODELETE is set at link time in {plural(pinned, 'of them', 'of them')}"
                  if noun else "; DF_1_NODELETE is set at link time: dlclose never unloads it")
     return text
+
+
+def _load_words(scan: FileScan, style: Styler) -> str:
+    """``; loaded by Python: dlclose unloads it`` (nothing without a verdict)."""
+    if scan.load is None:
+        return ""
+    return "; " + _load_lines(scan.load, style, verbose=False)[0].strip()
 
 
 def _title(scan: FileScan) -> str:

@@ -55,7 +55,8 @@ def with_load_verdicts(scans: list[FileScan], host: LoadHost | None = None,
             verdicts = _archive_verdicts(archive, [scans[p].member or "" for p in positions],
                                          wheel_host, profile)
         except ElfpatchError as error:
-            if errors is not None:
+            # A member that cannot be read was reported by the scan already.
+            if errors is not None and all(str(error) != str(e) for e in errors):
                 errors.append(error)
             continue
         for position in positions:
