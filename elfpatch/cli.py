@@ -85,7 +85,8 @@ def main(ctx: click.Context, traceback: bool) -> None:
 
 
 @main.command(epilog="Exit codes: 0 scanned (with or without findings); 2 usage error or a "
-              "path that could not be read as ELF (the other paths are still scanned).")
+              "path that could not be read as ELF (the other paths are still scanned); 3 a bug "
+              "of elfpatch.")
 @click.argument("paths", nargs=-1, required=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON report (schema version 1).")
 @click.option("-v", "--verbose", is_flag=True, help="List every UNIQUE symbol, and every file "
@@ -127,7 +128,8 @@ def scan(paths: tuple[str, ...], as_json: bool, verbose: bool, quiet: bool, host
 
 @main.command(epilog="Exit codes: 0 fixed (or nothing to fix); 1 refused by --strict (nothing "
               "written); 2 usage error or an input that could not be read or written (nothing "
-              "is written when any input of the set cannot be read).")
+              "is written when any input of the set cannot be read); 3 a bug of elfpatch; 130 "
+              "interrupted (the report says what was written).")
 @click.argument("paths", nargs=-1, required=True)
 @click.option("-o", "--output", type=click.Path(), help="Write here (a file, or a folder "
               "mirroring the inputs) and leave the inputs untouched: an output that is an "
@@ -359,7 +361,7 @@ class _ProgressLine:
 
 
 @main.command(epilog="Exit codes: 0 listed (risks or not); 2 usage error or an input that "
-              "could not be read.")
+              "could not be read; 3 a bug of elfpatch.")
 @click.argument("paths", nargs=-1, required=True)
 @click.option("--closure", is_flag=True, help="Follow DT_NEEDED as the loader does and list "
               "every object in the order its initializers run (one root PATH).")
@@ -395,7 +397,8 @@ def inits(paths: tuple[str, ...], closure: bool, sort_algorithm: str, as_json: b
     sys.exit(ExitCode.BAD_INPUT if result.errors else ExitCode.OK)
 
 
-@main.command(epilog="Exit codes: 0 the story was told; 2 no C++ compiler or a build failed.")
+@main.command(epilog="Exit codes: 0 the story was told; 2 no C++ compiler or a build failed; "
+              "3 a bug of elfpatch.")
 def demo() -> None:
     """Build two plugins with g++, show the UNIQUE bugs, fix them, show them gone."""
     from elfpatch.demo import run_demo
@@ -410,7 +413,7 @@ CHECK_FORMATS = ("text", "json", "github", "junit", "sarif", "markdown")
 @main.command(epilog="Exit codes: 0 the policy passed (--update-baseline: the findings were "
               "recorded); 1 the policy was violated (--update-baseline: by what a baseline "
               "cannot hold, a UNIQUE clash between packages); 2 usage error or an input that "
-              "could not be read (nothing is recorded then).")
+              "could not be read (nothing is recorded then); 3 a bug of elfpatch.")
 @click.argument("paths", nargs=-1)
 @click.option("--config", type=click.Path(), help="Policy file (TOML with [tool.elfpatch]); "
               "default: the nearest pyproject.toml.")

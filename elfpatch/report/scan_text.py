@@ -184,9 +184,10 @@ def _render_summary(scans: list[FileScan], errors: list[ElfpatchError], style: S
     if judged:
         kept = sum(1 for s in judged if s.unloads_on_dlclose is False)
         refused = sum(1 for s in judged if s.load is not None and not s.load.loads)
-        text = (f"{plural(len(scans), 'ELF file')} scanned: {kept} of the "
-                f"{plural(len(judged), 'library', 'libraries')} the loader was asked about "
-                f"stay loaded after dlclose, {refused} cannot load")
+        text = (f"{plural(len(scans), 'ELF file')} scanned; of the "
+                f"{plural(len(judged), 'library', 'libraries')} the loader was asked about, "
+                f"{kept} {'stays' if kept == 1 else 'stay'} loaded after dlclose and "
+                f"{refused} cannot load")
     else:
         with_unique = [s for s in scans if s.dynamic_unique_definitions]
         definitions = sum(len(s.dynamic_unique_definitions) for s in scans)
