@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ParamSpec, TypeAlias, TypeVar
@@ -211,24 +212,65 @@ def inits(paths: Paths, *, closure: bool = False, sort_algorithm: int = 2,
 
 
 @_leaves_nothing_open
-def check(paths: Paths, *, policy: Policy | None = None, config: PathLike | None = None,
-          baseline: PathLike | None = None, jobs: int = 1,
+def check(paths: Paths = (), *, policy: Policy | None = None, config: PathLike | None = None,
+          baseline: PathLike | None = None, update_baseline: bool = False,
+          environment: bool = False, python: PathLike | None = None, jobs: int = 1,
+          source_locations: bool = False, progress: Progress | None = None,
           keep_going: bool = False) -> CheckResult:
     """The CI gate: findings, violations and clashes of ``paths`` under a policy.
 
     ``policy`` as given, else read from ``config`` (TOML with [tool.elfpatch]),
-    else from the nearest pyproject.toml; ``baseline`` lists known findings.
+    else from the nearest pyproject.toml; ``baseline`` lists known findings,
+    and with ``update_baseline`` today's error findings are written to it
+    (they are then reported as in the baseline).  ``environment`` also checks
+    the libraries installed for ``python`` (default: this interpreter) for
+    UNIQUE clashes between distributions.  ``source_locations`` reads DWARF
+    for where UNIQUE variables are declared (SARIF uses it).
     """
+    from elfpatch.analysis.check import CheckResult
     from elfpatch.policy import as_policy, load_policy
-    from elfpatch.service.check import read_baseline, run_check
+    from elfpatch.service.check import (
+        as_baselined,
+        baseline_keys,
+        read_baseline,
+        run_check,
+        write_baseline,
+    )
 
-    if policy is not None and config is not None:
-        raise UsageError("check", "give policy= or config=, not both")
-    if jobs < 1:
-        raise UsageError("jobs", f"{jobs!r} is not a positive number of processes")
+    given = _check_arguments(paths, policy, config, baseline, update_baseline, environment,
+                             python, jobs)
     chosen = as_policy(policy) if policy is not None else \
         load_policy(None if config is None else os.fspath(config))
-    known = read_baseline(None if baseline is None else os.fspath(baseline))
-    result = run_check(path_list(paths), chosen, known, jobs)
+    known = set() if update_baseline else \
+        read_baseline(None if baseline is None else os.fspath(baseline))
+    result = run_check(given, chosen, known, jobs, progress=progress,
+                       need_sources=source_locations) if given else CheckResult(chosen)
+    if environment:
+        from elfpatch.service.environment import add_environment
+
+        result = add_environment(result, os.fspath(python or sys.executable), jobs)
+    if update_baseline and baseline is not None and not result.errors:
+        write_baseline(os.fspath(baseline), result)
+        result = as_baselined(result, baseline_keys(result))
     _raise_first(result.errors, keep_going)
     return result
+
+
+def _check_arguments(paths: Paths, policy: Policy | None, config: PathLike | None,
+                     baseline: PathLike | None, update_baseline: bool, environment: bool,
+                     python: PathLike | None, jobs: int) -> list[str]:
+    """``check``'s arguments checked once, for the command line and Python alike."""
+    if policy is not None and config is not None:
+        raise UsageError("check", "give policy= or config=, not both")
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise UsageError("jobs", f"{jobs!r} is not a positive number of processes")
+    if update_baseline and baseline is None:
+        raise UsageError("check", "--update-baseline needs --baseline FILE (baseline= in the "
+                         "API)")
+    if python is not None and not environment:
+        raise UsageError("check", "--python names the interpreter for --environment (python= "
+                         "goes with environment=True in the API)")
+    given = paths if isinstance(paths, (str, os.PathLike)) else list(paths)
+    if not given and not environment:
+        raise UsageError("check", "give PATHS, --environment, or both")
+    return path_list(given) if given else []

@@ -446,50 +446,27 @@ def check(paths: tuple[str, ...], config: str | None, output_format: str,
     """The CI gate: analyse wheels, folders and libraries and apply the policy."""
     import os
 
-    jobs = jobs or min(8, os.cpu_count() or 1)
-    from elfpatch.analysis.check import CheckResult
-    from elfpatch.policy import load_policy
-    from elfpatch.service.check import (
-        as_baselined,
-        baseline_keys,
-        read_baseline,
-        run_check,
-        write_baseline,
-    )
+    from elfpatch import api
+    from elfpatch.service.check import baseline_keys
 
-    if update_baseline and not baseline:
-        raise click.UsageError("--update-baseline needs --baseline FILE")
-    if python is not None and not environment:
-        raise click.UsageError("--python names the interpreter for --environment")
-    if not paths and not environment:
-        raise click.UsageError("give PATHS, --environment, or both")
     extra_outputs = _parse_outputs(outputs)
-    policy = load_policy(config)
-    known = set() if update_baseline else read_baseline(baseline)
+    sarif = "sarif" in (output_format, *(chosen for chosen, _file in extra_outputs))
     progress = _ProgressLine(enabled=not quiet and sys.stderr.isatty())
     try:
-        sarif = "sarif" in (output_format, *(chosen for chosen, _file in extra_outputs))
-        result = run_check(paths, policy, known, jobs, progress=progress,
-                           need_sources=sarif) if paths else CheckResult(policy)
+        result = api.check(paths, config=config, baseline=baseline,
+                           update_baseline=update_baseline, environment=environment,
+                           python=python, jobs=jobs or min(8, os.cpu_count() or 1),
+                           source_locations=sarif, progress=progress, keep_going=True)
     finally:
         progress.clear()
-    if environment:
-        from elfpatch.service.environment import add_environment
-
-        result = add_environment(result, python or sys.executable, jobs)
-    recorded = None
-    if update_baseline and baseline and not result.errors:
-        # What is recorded no longer fails: the report and the exit code say so.
-        recorded = write_baseline(baseline, result)
-        result = as_baselined(result, baseline_keys(result))
     _write_check_outputs(result, extra_outputs, verbose)
     _render_check(result, output_format, verbose)
     _emit_errors(result.errors)
     if result.errors:
         sys.exit(ExitCode.BAD_INPUT)
-    if recorded is not None:
-        _echo(f"elfpatch: recorded {recorded} error findings in {baseline}; later runs "
-              f"with --baseline {baseline} fail only on new ones", err=True)
+    if update_baseline:
+        _echo(f"elfpatch: recorded {len(baseline_keys(result))} error findings in {baseline}; "
+              f"later runs with --baseline {baseline} fail only on new ones", err=True)
     sys.exit(ExitCode.OK if result.passed else ExitCode.FINDINGS)
 
 

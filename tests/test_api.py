@@ -140,6 +140,25 @@ def test_check_takes_a_policy_and_keeps_no_state(library: Path, tmp_path: Path) 
     assert not elfpatch.check(fixed, config="/dev/null").passed
 
 
+def test_check_records_a_baseline_and_checks_its_arguments_once(library: Path,
+                                                                tmp_path: Path) -> None:
+    """What the command line does, the API does: it is one call (``check`` in cli.py)."""
+    baseline = tmp_path / "baseline.json"
+    recorded = elfpatch.check(library, config="/dev/null", baseline=baseline,
+                              update_baseline=True)
+    assert recorded.passed and baseline.exists()
+    assert all(f.baselined for f in recorded.findings if f.level == "error")
+    assert elfpatch.check(library, config="/dev/null", baseline=baseline).passed
+    assert not elfpatch.check(library, config="/dev/null").passed
+    for arguments, words in (({"update_baseline": True}, "--update-baseline needs"),
+                             ({"python": sys.executable}, "--python names the interpreter"),
+                             ({"jobs": 0}, "not a positive number")):
+        with pytest.raises(elfpatch.ElfpatchError, match=words):
+            elfpatch.check(library, config="/dev/null", **arguments)  # type: ignore[arg-type]
+    with pytest.raises(elfpatch.ElfpatchError, match="give PATHS, --environment"):
+        elfpatch.check([], config="/dev/null")
+
+
 def readme_example() -> str:
     text = (ROOT / "README.md").read_text()
     found = re.search(r"## Python API.*?```python\n(.*?)```", text, re.S)
