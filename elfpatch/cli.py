@@ -225,13 +225,17 @@ def _finish_fix(render: Callable[[], None], errors: Sequence[ElfpatchError], int
 
 def _terminate_as_interrupt() -> None:
     """SIGTERM (a CI job cancelled, ``kill``) is handled like Ctrl-C: the report says
-    which files were written."""
+    which files were written.  The previous handler comes back when the command ends
+    (a program that runs the command line in-process keeps its own)."""
     import signal
 
     def interrupt(_signal: int, _frame: object) -> None:
         raise KeyboardInterrupt
 
-    signal.signal(signal.SIGTERM, interrupt)
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    context = click.get_current_context(silent=True)
+    if context is not None:
+        context.call_on_close(lambda: signal.signal(signal.SIGTERM, previous))
 
 
 class _LateInterrupts:

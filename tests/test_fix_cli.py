@@ -311,3 +311,15 @@ def test_the_copy_falls_back_to_reads_and_writes(kernel: str, library: Path, tmp
     assert run.exit_code == 0, run.stderr
     assert output.read_bytes() == reference.read_bytes()
     assert temporary_files(tmp_path) == []
+
+
+def test_the_command_line_in_process_leaves_the_signal_handlers_as_it_found_them(
+        tmp_path: Path) -> None:
+    """A program (or a test runner) that runs ``fix`` in-process keeps its own handlers."""
+    import signal
+
+    library = built_library(VARIANTS["default"])
+    before = {number: signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM)}
+    assert fix("-o", tmp_path / "out.so", library).exit_code == 0
+    assert fix("-w", tmp_path / "wheels", library).exit_code == 2  # not a wheel: refused
+    assert {number: signal.getsignal(number) for number in before} == before
