@@ -56,7 +56,13 @@ from elfpatch.elf.symbols import SymbolTable, read_dynsym
 from elfpatch.elf.versions import VERSYM_HIDDEN, VERSYM_INDEX, SymbolVersions, read_versions
 from elfpatch.errors import UsageError
 from elfpatch.loader.cache import read_ld_cache
-from elfpatch.loader.closure import DF_1_PIE, Closure, dependency_closure, loader_profile
+from elfpatch.loader.closure import (
+    DF_1_PIE,
+    Closure,
+    LoaderProfile,
+    dependency_closure,
+    loader_profile,
+)
 from elfpatch.loader.host import HostProfile
 
 HOST_PYTHON = "python"
@@ -409,13 +415,7 @@ def find_system_library(soname: str, profile: HostProfile | None = None) -> str 
     profile = profile or HostProfile.of_this_host()
     with ElfFile.open(sys.executable) as elf:  # this interpreter: the machine's own kind
         loader = loader_profile(elf.header, None, profile)
-    cache = read_ld_cache(profile.cache_path) if profile.cache_path else None
-    if cache is not None:
-        cached = cache.lookup(soname, loader.cache_flags, loader.cache_hwcaps,
-                              legacy_entries=profile.takes_legacy_cache_entries)
-        if cached is not None:
-            return cached
-    return next((d + soname for d in loader.system_dirs if Path(d + soname).is_file()), None)
+    return _in_system(soname, loader, profile)
 
 
 def _find_library(soname: str, closure: Closure, root: str,
@@ -425,16 +425,19 @@ def _find_library(soname: str, closure: Closure, root: str,
             return str(loaded.path)
     with ElfFile.open(root) as elf:
         loader = loader_profile(elf.header, None, profile)
+    return _in_system(soname, loader, profile)
+
+
+def _in_system(soname: str, loader: LoaderProfile, profile: HostProfile) -> str | None:
+    """``soname`` as the loader finds it without a search path: ld.so.cache, then the
+    system directories."""
     cache = read_ld_cache(profile.cache_path) if profile.cache_path else None
     if cache is not None:
         cached = cache.lookup(soname, loader.cache_flags, loader.cache_hwcaps,
                               legacy_entries=profile.takes_legacy_cache_entries)
         if cached is not None:
             return cached
-    for directory in loader.system_dirs:
-        if Path(directory + soname).is_file():
-            return directory + soname
-    return None
+    return next((d + soname for d in loader.system_dirs if Path(d + soname).is_file()), None)
 
 
 class _Dlopen:
