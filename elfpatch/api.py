@@ -104,15 +104,13 @@ def scan(paths: Paths, *, host: LoadHost | str | None = None, loader: bool = Tru
     chosen = _load_host(host)
     outcome = scan_paths(path_list(paths), progress)
     _raise_first(outcome.errors, keep_going)
-    files = outcome.results
+    files, errors = outcome.results, list(outcome.errors)
     if loader:
         from elfpatch.service.load import with_load_verdicts
 
-        errors = list(outcome.errors)
         files = with_load_verdicts(files, chosen, errors=errors)
         _raise_first(errors, keep_going)
-        return ScanReport(tuple(files), tuple(errors))
-    return ScanReport(tuple(files), tuple(outcome.errors))
+    return ScanReport(tuple(files), tuple(errors))
 
 
 def _load_host(host: LoadHost | str | None) -> LoadHost | None:

@@ -10,7 +10,6 @@ import contextlib
 import json
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from pathlib import Path
 from typing import Any
 
 import click
@@ -299,6 +298,7 @@ def _fix_wheels(paths: tuple[str, ...], wheel_dir: str | None, options: Any, dry
     """``fix -w OUTDIR``: repaired wheels; every wheel is written, or none."""
     from elfpatch import api
     from elfpatch.service.fix import run_clock
+    from elfpatch.service.wheel_fix import wheel_destination
 
     _terminate_as_interrupt()
     started = run_clock()
@@ -310,7 +310,7 @@ def _fix_wheels(paths: tuple[str, ...], wheel_dir: str | None, options: Any, dry
                                    keep_going=True, progress=progress)
     except KeyboardInterrupt:
         progress.clear()
-        targets = [] if wheel_dir is None else [Path(wheel_dir) / Path(p).name for p in paths]
+        targets = [] if wheel_dir is None else [wheel_destination(p, wheel_dir) for p in paths]
         _report_interruption_from_files(targets, started)
     finally:
         progress.clear()

@@ -13,6 +13,7 @@ from pathlib import Path
 from elfpatch.elf.constants import ELF_MAGIC
 from elfpatch.elf.file import ElfFile
 from elfpatch.errors import InputError
+from elfpatch.regular_file import FileIdentity, identity_of
 from elfpatch.wheel import open_archive, open_member
 from elfpatch.zipread import ZipArchive
 
@@ -62,9 +63,9 @@ def _open_archive_member(archive: ZipArchive, source: ElfSource) -> ElfFile:
 # few most recent archives stay open, in this process and in the workers it
 # forks, and ``close_archives`` closes them when the call returns (the API
 # does), so that nothing stays open between calls.  An archive is found again
-# only while its file is the same (device, inode, size, modification time):
+# only while its file is the same (device, inode, size, modification and change time):
 # a wheel rewritten in place is read anew.
-_OPEN_ARCHIVES: dict[str, tuple[tuple[int, int, int, int], ZipArchive]] = {}
+_OPEN_ARCHIVES: dict[str, tuple[FileIdentity, ZipArchive]] = {}
 _MAX_OPEN_ARCHIVES = 4
 
 
@@ -84,12 +85,11 @@ def cached_archive(path: str) -> ZipArchive:
     return archive
 
 
-def _file_identity(path: str) -> tuple[int, int, int, int]:
+def _file_identity(path: str) -> FileIdentity:
     try:
-        status = Path(path).stat()
+        return identity_of(Path(path).stat())
     except OSError:
-        return (-1, -1, -1, -1)
-    return (status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns)
+        return (-1, -1, -1, -1, -1)
 
 
 def close_archives() -> None:

@@ -9,7 +9,6 @@ of finding keys.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -56,7 +55,7 @@ def run_check(paths: Iterable[str], policy: Policy, baseline: set[str], jobs: in
 def _with_load_verdicts(facts: list[LibraryFacts],
                         errors: list[ElfpatchError]) -> list[LibraryFacts]:
     scans = with_load_verdicts([f.scan for f in facts], errors=errors)
-    return [dataclasses.replace(f, scan=scan) for f, scan in zip(facts, scans, strict=True)]
+    return [replace(f, scan=scan) for f, scan in zip(facts, scans, strict=True)]
 
 
 def gather_all(sources: list[ElfSource], need_effects: bool, jobs: int,

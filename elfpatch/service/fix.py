@@ -8,7 +8,6 @@ fails, when ``--strict`` refuses, or with ``--dry-run``.
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -46,7 +45,7 @@ from elfpatch.patch.staging import (
 from elfpatch.patch.verify import verify_output
 from elfpatch.patch.write import write_patched
 from elfpatch.regular_file import HeldFile, cannot_open, hold_files
-from elfpatch.service.inputs import Aliases, split_sources
+from elfpatch.service.inputs import Aliases, existing_identities, split_sources
 from elfpatch.service.parallel import run_alongside
 from elfpatch.source import ElfSource
 
@@ -289,11 +288,7 @@ def _unwritable(where: dict[str, Path]) -> list[ElfpatchError]:
 
 def _unsafe_outputs(where: dict[str, Path], sources: list[ElfSource]) -> list[ElfpatchError]:
     """Outputs that are inputs, devices, pipes, folders or links to nothing (``-o``)."""
-    inputs = set()
-    for source in sources:
-        with contextlib.suppress(OSError):  # a vanished input fails when it is opened
-            status = Path(source.path).stat()
-            inputs.add((status.st_dev, status.st_ino))
+    inputs = existing_identities(source.path for source in sources)
     errors: list[ElfpatchError] = []
     for destination in where.values():
         problem = destination_problem(destination, inputs)

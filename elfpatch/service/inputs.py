@@ -8,6 +8,7 @@ entry and the others are still processed.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -39,6 +40,15 @@ def _identity(path: Path) -> tuple[int, int]:
     """The file behind ``path`` (device, inode): hard links and symlinks name it once."""
     status = path.stat()
     return status.st_dev, status.st_ino
+
+
+def existing_identities(paths: Iterable[str]) -> set[tuple[int, int]]:
+    """The files behind those of ``paths`` that exist (one that does not fails when opened)."""
+    found = set()
+    for path in paths:
+        with contextlib.suppress(OSError):
+            found.add(_identity(Path(path)))
+    return found
 
 
 # The other names of one input file: its first path -> the later paths that lead to it.

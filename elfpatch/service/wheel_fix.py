@@ -34,7 +34,7 @@ import os
 import resource
 import tempfile
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -63,6 +63,7 @@ from elfpatch.patch.verify import VerificationError
 from elfpatch.regular_file import require_space
 from elfpatch.service.fix import FixInput, SetPlan, plan_inputs, write_patched_input
 from elfpatch.service.halves import in_two_halves
+from elfpatch.service.inputs import existing_identities
 from elfpatch.service.parallel import run_alongside
 from elfpatch.service.wheel_verify import check_members, verify_wheel
 from elfpatch.wheel import (
@@ -178,7 +179,7 @@ class WheelsResult:
 def fix_wheels(wheels: list[str], out_dir: str | None, options: FixOptions,
                dry_run: bool = False, progress: Progress | None = None) -> WheelsResult:
     """Repair every wheel into ``out_dir``: all are renamed into place, or none."""
-    destinations = {wheel: Path(out_dir or ".") / Path(wheel).name for wheel in wheels}
+    destinations = {wheel: wheel_destination(wheel, out_dir) for wheel in wheels}
     errors = _destination_errors(destinations, out_dir, dry_run)
     if errors:
         return WheelsResult(errors=tuple(errors))
@@ -202,6 +203,11 @@ def fix_wheels(wheels: list[str], out_dir: str | None, options: FixOptions,
     return WheelsResult(tuple(r.result() for r in records), tuple(errors), interrupted)
 
 
+def wheel_destination(wheel: str, out_dir: str | None) -> Path:
+    """Where the repaired ``wheel`` is written: its own name, in ``out_dir``."""
+    return Path(out_dir or ".") / Path(wheel).name
+
+
 def _silent(_text: str) -> None:
     pass
 
@@ -217,7 +223,7 @@ def _destination_errors(destinations: dict[str, Path], out_dir: str | None,
     by_target: dict[Path, list[str]] = {}
     for wheel, target in destinations.items():
         by_target.setdefault(target, []).append(wheel)
-    inputs = _identities(destinations)
+    inputs = existing_identities(destinations)
     for target, sources in by_target.items():
         if len(sources) > 1:
             errors.append(InputError(str(target), f"{len(sources)} wheels would be written "
@@ -228,15 +234,6 @@ def _destination_errors(destinations: dict[str, Path], out_dir: str | None,
                                      "another one" if "inputs" in problem else None))
     return errors
 
-
-def _identities(paths: Iterable[str]) -> set[tuple[int, int]]:
-    """(device, inode) of each input that exists (one that does not fails when opened)."""
-    found = set()
-    for path in paths:
-        with contextlib.suppress(OSError):
-            status = Path(path).stat()
-            found.add((status.st_dev, status.st_ino))
-    return found
 
 
 def _commit(staging: Staging, records: list[_WheelRecord], errors: list[ElfpatchError]) -> None:
