@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.build import another_distribution
 from support.fixlib import VARIANTS, built_library
 
 from elfpatch.report.check_sarif import FINGERPRINT, RULES
@@ -107,13 +108,7 @@ def test_baselined_findings_are_suppressed_and_errors_are_notifications(
 
 
 def test_every_rule_and_a_clash_validate(validator: Any, wheel: Path, tmp_path: Path) -> None:
-    import zipfile
-
-    other = tmp_path / "otherpkg-1.0-cp311-cp311-linux_x86_64.whl"
-    with zipfile.ZipFile(wheel) as source, zipfile.ZipFile(other, "w") as target:
-        for info in source.infolist():
-            target.writestr(info.filename.replace("uniqpkg", "otherpkg"),
-                            source.read(info.filename))
+    other = another_distribution(wheel, tmp_path)
     policy = tmp_path / "policy.toml"
     policy.write_text('[tool.elfpatch]\nexit-time-destructors = "error"\n'
                       'max-initializers = { "*" = 0 }\n')

@@ -11,14 +11,13 @@ import re
 import shutil
 import subprocess
 import sys
-import zipfile
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 import pytest
-from support.build import invoke
+from support.build import another_distribution, invoke
 from support.fixlib import VARIANTS, built_library
 
 from elfpatch.errors import ElfpatchError
@@ -50,11 +49,7 @@ def check_json(*args: str) -> dict[str, Any]:
 
 def test_check_json_validates(library: Path, wheel: Path, tmp_path: Path) -> None:
     validator = jsonschema.Draft202012Validator(check_schema())
-    other = tmp_path / "otherpkg-1.0-cp311-cp311-linux_x86_64.whl"
-    with zipfile.ZipFile(wheel) as source, zipfile.ZipFile(other, "w") as target:
-        for info in source.infolist():
-            target.writestr(info.filename.replace("uniqpkg", "otherpkg"),
-                            source.read(info.filename))
+    other = another_distribution(wheel, tmp_path)
     policy = tmp_path / "policy.toml"
     policy.write_text('[tool.elfpatch]\nexit-time-destructors = "error"\n'
                       'max-initializers = { "*" = 0 }\n')

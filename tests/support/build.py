@@ -265,6 +265,16 @@ def stripped_copy(source: Path, destination: Path, strip: str = "strip") -> Path
     return destination
 
 
+def another_distribution(wheel: Path, folder: Path, name: str = "otherpkg") -> Path:
+    """``wheel`` (of distribution ``uniqpkg``) as the wheel of another distribution: the
+    same libraries, so each UNIQUE symbol they define clashes between the two."""
+    other = folder / wheel.name.replace("uniqpkg", name)
+    with zipfile.ZipFile(wheel) as source, zipfile.ZipFile(other, "w") as target:
+        for info in source.infolist():
+            target.writestr(info.filename.replace("uniqpkg", name), source.read(info.filename))
+    return other
+
+
 def make_wheel(path: Path, members: dict[str, bytes], with_metadata: bool = True) -> Path:
     """A wheel-shaped zip: ``members`` plus, unless told not to, dist-info WHEEL and RECORD."""
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
