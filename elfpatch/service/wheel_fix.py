@@ -60,7 +60,7 @@ from elfpatch.patch.staging import (
     user_path,
 )
 from elfpatch.patch.verify import VerificationError
-from elfpatch.regular_file import require_space
+from elfpatch.regular_file import new_file_mode, require_space, write_all
 from elfpatch.service.fix import FixInput, SetPlan, plan_inputs, write_patched_input
 from elfpatch.service.halves import in_two_halves
 from elfpatch.service.inputs import existing_identities
@@ -437,7 +437,7 @@ class _WheelJob:
         self.progress("nothing to fix: copying")
         staged = self.staging.output(self.destination)
         copy_range(archive.fd, 0, archive.size, staged.fd)
-        os.fchmod(staged.fd, _new_file_mode())
+        os.fchmod(staged.fd, new_file_mode())
         outputs = [kept(member, archive.fd) for member in archive.members]
         self._verify(staged.path, outputs, record.name, record_text, archive)
         self.result.status = STATUS_UNCHANGED
@@ -452,7 +452,7 @@ class _WheelJob:
         for output in outputs:
             writer.add(output)
         self.result.size_after = writer.finish(archive.comment)
-        os.fchmod(staged.fd, _new_file_mode())
+        os.fchmod(staged.fd, new_file_mode())
         self._verify(staged.path, outputs, record_name, record_text, archive)
 
     def _verify(self, staged: Path, outputs: list[OutputMember], record_name: str,
@@ -462,12 +462,6 @@ class _WheelJob:
         verify_wheel(staged, source, self.destination, outputs, record_name, record_text,
                      self.progress)
 
-
-def _new_file_mode() -> int:
-    """What a new file gets here: 0666 less the umask (the staged file starts at 0600)."""
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return 0o666 & ~mask
 
 
 def _ensure_descriptors(members: int) -> None:
@@ -509,7 +503,7 @@ def _inflate_member(archive: ZipArchive, member: ZipMember, row: RecordEntry,
         for chunk in chunks:
             hasher.update(chunk)
             crc = crc32(chunk, crc)
-            _write_all(scratch.fd, chunk)
+            write_all(scratch.fd, chunk)
     except InflateError as error:
         reason = f"corrupt compressed data ({error.reason})" if error.corrupt else error.reason
         raise archive.error(member, reason) from None
@@ -520,11 +514,6 @@ def _inflate_member(archive: ZipArchive, member: ZipMember, row: RecordEntry,
                          "the content")
     return starts
 
-
-def _write_all(descriptor: int, data: bytes | memoryview) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(descriptor, view) :]
 
 
 # -- a changed member ------------------------------------------------------------------
