@@ -156,6 +156,43 @@ def write_all(descriptor: int, data: bytes | memoryview) -> None:
         view = view[os.write(descriptor, view) :]
 
 
+def copy_bytes(source: int, start: int, length: int, destination: int,
+               at: int | None = None) -> None:
+    """``length`` bytes of ``source`` from ``start`` into ``destination``.
+
+    Written at offset ``at``, or at the destination's position (advancing it)
+    when ``at`` is None.  The kernel copies them (``copy_file_range``: no
+    trip through Python, and shared extents where the file system can) when
+    it can; across file systems on older kernels, or where it is missing,
+    they are read and written.  A source shorter than promised is an error.
+    """
+    done = 0
+    with contextlib.suppress(AttributeError, OSError):
+        while done < length:
+            copied = os.copy_file_range(source, destination, length - done, start + done,
+                                        None if at is None else at + done)
+            if copied == 0:
+                break
+            done += copied
+    while done < length:
+        data = os.pread(source, min(8 << 20, length - done), start + done)
+        if not data:
+            raise OSError(f"a source file ended {length - done} bytes early "
+                          "(it changed while being copied)")
+        if at is None:
+            write_all(destination, data)
+        else:
+            _write_all_at(destination, data, at + done)
+        done += len(data)
+
+
+def _write_all_at(descriptor: int, data: bytes, offset: int) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.pwrite(descriptor, view, offset)
+        view, offset = view[written:], offset + written
+
+
 def new_file_mode() -> int:
     """The permission bits a new file gets here: 0666 less the process's umask.
 

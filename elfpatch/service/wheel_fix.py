@@ -28,10 +28,8 @@ renamed into OUTDIR.  Any error leaves OUTDIR as it was.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
-import resource
 import tempfile
 import zlib
 from collections.abc import Callable, Iterator
@@ -56,11 +54,12 @@ from elfpatch.patch.staging import (
     ScratchFile,
     Staging,
     destination_problem,
+    ensure_descriptors,
     existing_folder,
     user_path,
 )
 from elfpatch.patch.verify import VerificationError
-from elfpatch.regular_file import new_file_mode, require_space, write_all
+from elfpatch.regular_file import copy_bytes, new_file_mode, require_space, write_all
 from elfpatch.service.fix import FixInput, SetPlan, plan_inputs, write_patched_input
 from elfpatch.service.halves import in_two_halves
 from elfpatch.service.inputs import existing_identities
@@ -79,7 +78,7 @@ from elfpatch.wheel import (
     record_line,
     record_member,
 )
-from elfpatch.wheel_write import OutputMember, ZipWriter, copy_range, kept
+from elfpatch.wheel_write import OutputMember, ZipWriter, kept
 from elfpatch.zipread import (
     METHOD_DEFLATED,
     METHOD_STORED,
@@ -309,7 +308,8 @@ class _WheelJob:
                               archive.label(record))
         self.progress("looking for ELF members")
         members = [m for m in elf_members(archive) if elf_type(archive, m) not in _NOT_LOADED]
-        _ensure_descriptors(len(members))
+        # Each member holds an inflated and a patched scratch file until the set commits.
+        ensure_descriptors(2 * len(members), Path(archive.name))
         # The ELF members are inflated side by side (they are planned as one set),
         # and the new wheel is about as large as this one.
         self._require_space(sum(m.size for m in members)
@@ -436,7 +436,7 @@ class _WheelJob:
         assert self.destination is not None
         self.progress("nothing to fix: copying")
         staged = self.staging.output(self.destination)
-        copy_range(archive.fd, 0, archive.size, staged.fd)
+        copy_bytes(archive.fd, 0, archive.size, staged.fd)
         os.fchmod(staged.fd, new_file_mode())
         outputs = [kept(member, archive.fd) for member in archive.members]
         self._verify(staged.path, outputs, record.name, record_text, archive)
@@ -462,16 +462,6 @@ class _WheelJob:
         verify_wheel(staged, source, self.destination, outputs, record_name, record_text,
                      self.progress)
 
-
-
-def _ensure_descriptors(members: int) -> None:
-    """Room for a scratch file per ELF member (they are planned together)."""
-    wanted = members * 2 + 64
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft != resource.RLIM_INFINITY and soft < wanted:
-        new = wanted if hard == resource.RLIM_INFINITY else min(hard, wanted)
-        with contextlib.suppress(ValueError, OSError):
-            resource.setrlimit(resource.RLIMIT_NOFILE, (new, hard))
 
 
 # -- reading a member -----------------------------------------------------------------
