@@ -35,8 +35,8 @@ _PUBLIC = {
     "ScanReport": "elfpatch.api", "FileScan": "elfpatch.analysis.unique",
     "UniqueSymbol": "elfpatch.analysis.unique",
     "FixResult": "elfpatch.service.fix", "LibraryOutcome": "elfpatch.service.fix",
-    "FixPlan": "elfpatch.patch.plan", "LibraryPlan": "elfpatch.patch.plan",
-    "SymbolChange": "elfpatch.patch.plan", "Refusal": "elfpatch.patch.plan",
+    "FixPlan": "elfpatch.plan.bindings", "LibraryPlan": "elfpatch.plan.bindings",
+    "SymbolChange": "elfpatch.plan.bindings", "Refusal": "elfpatch.plan.bindings",
     "WheelsResult": "elfpatch.service.wheel_fix", "WheelFixResult": "elfpatch.service.wheel_fix",
     "MemberFix": "elfpatch.service.wheel_fix",
     "InitsResult": "elfpatch.analysis.init_order", "ObjectReport": "elfpatch.analysis.init_order",
@@ -68,7 +68,7 @@ if TYPE_CHECKING:
     from elfpatch.api import ScanReport, check, fix, inits, repair_wheels, scan
     from elfpatch.errors import ElfpatchError, ExitCode
     from elfpatch.loader.host import HostProfile
-    from elfpatch.patch.plan import FixPlan, LibraryPlan, Refusal, SymbolChange
+    from elfpatch.plan.bindings import FixPlan, LibraryPlan, Refusal, SymbolChange
     from elfpatch.policy import DestructorScope, Level, Policy
     from elfpatch.service.fix import FixResult, LibraryOutcome
     from elfpatch.service.wheel_fix import MemberFix, WheelFixResult, WheelsResult

@@ -71,7 +71,7 @@ def _leaves_nothing_open(call: Callable[P, R]) -> Callable[P, R]:
         try:
             return call(*args, **kwargs)
         finally:
-            from elfpatch.source import close_archives
+            from elfpatch.elf.source import close_archives
 
             close_archives()
     return closing
@@ -134,7 +134,7 @@ def fix(paths: Paths, *, output: PathLike | None = None, in_place: bool = False,
     regexes LOCAL (``"preset:cxx-instantiations"``: the C++ runtime's template
     instantiations), unless another library of the set references them.
     """
-    from elfpatch.patch.plan import FixOptions
+    from elfpatch.plan.bindings import FixOptions
     from elfpatch.service.fix import fix_paths
 
     targets = (output is not None) + in_place
@@ -159,7 +159,7 @@ def repair_wheels(wheels: Paths, wheel_dir: PathLike | None = None, *, mode: str
     byte for byte), or none is; ``dry_run`` plans without a ``wheel_dir``.
     ``progress`` is called with a short line as each step starts.
     """
-    from elfpatch.patch.plan import FixOptions
+    from elfpatch.plan.bindings import FixOptions
     from elfpatch.service.wheel_fix import fix_wheels
 
     given = path_list(wheels)

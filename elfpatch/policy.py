@@ -33,8 +33,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, NoReturn
 
+from elfpatch.base.regular_file import read_regular_text
 from elfpatch.errors import InputError, UsageError
-from elfpatch.regular_file import read_regular_text
 
 if sys.version_info >= (3, 11):
     import tomllib

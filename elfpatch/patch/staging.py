@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
+from elfpatch.base.regular_file import TEMPORARY_MARK, is_temporary_name
 from elfpatch.errors import InputError
-from elfpatch.regular_file import TEMPORARY_MARK, is_temporary_name
 
 # Signals held back while a set is renamed into place.
 _HELD_SIGNALS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}

@@ -38,7 +38,25 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from elfpatch.deflate_splice import (
+from elfpatch.base.regular_file import require_space
+from elfpatch.elf.file import ElfFile
+from elfpatch.elf.symbols import symbol_tables
+from elfpatch.errors import PARSE_FAILURES, CorruptElfError, ElfpatchError, InputError
+from elfpatch.patch.staging import (
+    ScratchFile,
+    Staging,
+    destination_problem,
+    existing_folder,
+    user_path,
+)
+from elfpatch.patch.verify import VerificationError
+from elfpatch.plan.bindings import FixOptions, FixPlan, LibraryPlan
+from elfpatch.service.fix import FixInput, SetPlan, plan_inputs, write_patched_input
+from elfpatch.service.halves import in_two_halves
+from elfpatch.service.inputs import existing_identities
+from elfpatch.service.parallel import run_alongside
+from elfpatch.service.wheel_verify import check_members, verify_wheel
+from elfpatch.wheel.deflate_splice import (
     BlockStarts,
     Fresh,
     InflateError,
@@ -48,25 +66,7 @@ from elfpatch.deflate_splice import (
     piece_bytes,
     splice_plan,
 )
-from elfpatch.elf.file import ElfFile
-from elfpatch.elf.symbols import symbol_tables
-from elfpatch.errors import PARSE_FAILURES, CorruptElfError, ElfpatchError, InputError
-from elfpatch.patch.plan import FixOptions, FixPlan, LibraryPlan
-from elfpatch.patch.staging import (
-    ScratchFile,
-    Staging,
-    destination_problem,
-    existing_folder,
-    user_path,
-)
-from elfpatch.patch.verify import VerificationError
-from elfpatch.regular_file import require_space
-from elfpatch.service.fix import FixInput, SetPlan, plan_inputs, write_patched_input
-from elfpatch.service.halves import in_two_halves
-from elfpatch.service.inputs import existing_identities
-from elfpatch.service.parallel import run_alongside
-from elfpatch.service.wheel_verify import check_members, verify_wheel
-from elfpatch.wheel import (
+from elfpatch.wheel.read import (
     RecordEntry,
     elf_members,
     elf_type,
@@ -79,8 +79,8 @@ from elfpatch.wheel import (
     record_line,
     record_member,
 )
-from elfpatch.wheel_write import OutputMember, ZipWriter, copy_range, kept
-from elfpatch.zipread import (
+from elfpatch.wheel.write import OutputMember, ZipWriter, copy_range, kept
+from elfpatch.wheel.zipread import (
     METHOD_DEFLATED,
     METHOD_STORED,
     ZipArchive,
@@ -501,7 +501,7 @@ def _inflate_member(archive: ZipArchive, member: ZipMember, row: RecordEntry,
     try:
         chunks: Iterator[bytes | memoryview]
         if starts is not None:
-            from elfpatch.deflate_splice import inflate_blocks
+            from elfpatch.wheel.deflate_splice import inflate_blocks
 
             chunks = inflate_blocks(archive.raw_chunks(member), member.size, starts)
         else:

@@ -83,7 +83,7 @@ class _ZStream(ctypes.Structure):
 
 @cache
 def _libz() -> ctypes.CDLL | None:
-    from elfpatch.demangle import open_trusted_library
+    from elfpatch.cxx.demangle import open_trusted_library
 
     library = open_trusted_library("libz.so.1")
     if library is None:

@@ -16,8 +16,8 @@ import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from elfpatch.deflate_splice import Piece
-from elfpatch.zipread import (
+from elfpatch.wheel.deflate_splice import Piece
+from elfpatch.wheel.zipread import (
     CENTRAL_HEADER,
     CENTRAL_SIGNATURE,
     END_RECORD,
