@@ -226,7 +226,7 @@ def check(paths: Paths = (), *, policy: Policy | None = None, config: PathLike |
     for where UNIQUE variables are declared (SARIF uses it).
     """
     from elfpatch.analysis.check import CheckResult
-    from elfpatch.policy import as_policy, load_policy
+    from elfpatch.policy import as_policy
     from elfpatch.service.check import (
         as_baselined,
         baseline_keys,
@@ -234,6 +234,7 @@ def check(paths: Paths = (), *, policy: Policy | None = None, config: PathLike |
         run_check,
         write_baseline,
     )
+    from elfpatch.service.policy_file import load_policy
 
     given = _check_arguments(paths, policy, config, baseline, update_baseline, environment,
                              python, jobs)

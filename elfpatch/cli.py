@@ -173,7 +173,7 @@ def fix(paths: tuple[str, ...], output: str | None, in_place: bool, wheel_dir: s
     if targets > 1 or (targets == 0 and not dry_run):
         raise click.UsageError("give exactly one of -o/--output, --in-place and -w/--wheel-dir "
                                "(or --dry-run)")
-    from elfpatch.policy import load_policy
+    from elfpatch.service.policy_file import load_policy
 
     hide = (*load_policy(None).hide, *hide)
     options = FixOptions(mode, only, exclude, strict, force, hide)  # checked: one line if wrong

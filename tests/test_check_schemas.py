@@ -21,7 +21,8 @@ from support.build import another_distribution, invoke
 from support.fixlib import VARIANTS, built_library
 
 from elfpatch.errors import ElfpatchError
-from elfpatch.policy import DESTRUCTOR_SCOPES, LEVELS, TABLE_KEYS, load_policy, tool_schema
+from elfpatch.policy import DESTRUCTOR_SCOPES, LEVELS, TABLE_KEYS
+from elfpatch.service.policy_file import load_policy, tool_schema
 
 if sys.version_info >= (3, 11):
     import tomllib

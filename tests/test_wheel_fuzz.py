@@ -29,8 +29,8 @@ from support.zipcraft import build, wheel_entries, with_record
 from elfpatch.elf.source import close_archives
 from elfpatch.errors import ElfpatchError
 from elfpatch.plan.bindings import FixOptions
-from elfpatch.policy import load_policy
 from elfpatch.service.check import run_check
+from elfpatch.service.policy_file import load_policy
 from elfpatch.service.runner import scan_paths
 from elfpatch.service.wheel_fix import fix_wheels
 
