@@ -29,8 +29,8 @@ _PUBLIC = {
     # Errors and exit codes.
     "ElfpatchError": "elfpatch.errors", "ExitCode": "elfpatch.errors",
     # The check policy.
-    "Policy": "elfpatch.policy", "Level": "elfpatch.policy",
-    "DestructorScope": "elfpatch.policy",
+    "Policy": "elfpatch.analysis.policy", "Level": "elfpatch.analysis.policy",
+    "DestructorScope": "elfpatch.analysis.policy",
     # What the commands return, and what those results hold.
     "ScanReport": "elfpatch.api", "FileScan": "elfpatch.analysis.unique",
     "UniqueSymbol": "elfpatch.analysis.unique",
@@ -63,13 +63,13 @@ if TYPE_CHECKING:
     from elfpatch.analysis.check import CheckResult, Clash, Finding, LibraryCheck, LibraryFacts
     from elfpatch.analysis.init_order import ClosureEntry, Coverage, InitsResult, ObjectReport
     from elfpatch.analysis.initializers import InitializerEntry
+    from elfpatch.analysis.policy import DestructorScope, Level, Policy
     from elfpatch.analysis.risks import Risk
     from elfpatch.analysis.unique import FileScan, UniqueSymbol
     from elfpatch.api import ScanReport, check, fix, inits, repair_wheels, scan
     from elfpatch.errors import ElfpatchError, ExitCode
     from elfpatch.loader.host import HostProfile
     from elfpatch.plan.bindings import FixPlan, LibraryPlan, Refusal, SymbolChange
-    from elfpatch.policy import DestructorScope, Level, Policy
     from elfpatch.service.fix import FixResult, LibraryOutcome
     from elfpatch.service.wheel_fix import MemberFix, WheelFixResult, WheelsResult
 

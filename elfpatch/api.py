@@ -25,10 +25,10 @@ from elfpatch.errors import ElfpatchError, UsageError
 if TYPE_CHECKING:
     from elfpatch.analysis.check import CheckResult
     from elfpatch.analysis.init_order import InitsResult
+    from elfpatch.analysis.policy import Policy
     from elfpatch.analysis.unique import FileScan
     from elfpatch.loader.dlopen import LoadHost
     from elfpatch.loader.host import HostProfile
-    from elfpatch.policy import Policy
     from elfpatch.service.fix import FixResult
     from elfpatch.service.wheel_fix import WheelsResult
 
@@ -226,7 +226,7 @@ def check(paths: Paths = (), *, policy: Policy | None = None, config: PathLike |
     for where UNIQUE variables are declared (SARIF uses it).
     """
     from elfpatch.analysis.check import CheckResult
-    from elfpatch.policy import as_policy
+    from elfpatch.analysis.policy import as_policy
     from elfpatch.service.check import (
         as_baselined,
         baseline_keys,

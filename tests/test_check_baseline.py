@@ -15,7 +15,7 @@ import pytest
 from elfpatch.fixtures import build
 
 from elfpatch.analysis.check import Finding, LibraryCheck, distinct_keys, judge
-from elfpatch.policy import Policy
+from elfpatch.analysis.policy import Policy
 
 SCRIPT = Path(sys.executable).with_name("elfpatch")
 POLICY = """[tool.elfpatch]

@@ -41,10 +41,10 @@ from elfpatch.analysis.check import (
     LibraryCheck,
     LibraryFacts,
 )
+from elfpatch.analysis.policy import Policy
 from elfpatch.analysis.unique import FileScan
 from elfpatch.elf.source import ElfSource
 from elfpatch.errors import InputError
-from elfpatch.policy import Policy
 from elfpatch.report.check_report import GITHUB_SHOWN_PER_KIND, render_github, render_junit
 from elfpatch.service.check import run_check
 

@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from elfpatch.analysis.policy import Policy, policy_from_table
 from elfpatch.base.regular_file import read_regular_text
 from elfpatch.errors import InputError
-from elfpatch.policy import Policy, policy_from_table
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -28,7 +28,7 @@ def tool_schema(tool: str = "elfpatch") -> dict[str, Any]:
     from importlib import resources
 
     schema: dict[str, Any] = json.loads(
-        resources.files("elfpatch").joinpath("policy.schema.json").read_text("utf-8"))
+        resources.files("elfpatch.analysis").joinpath("policy.schema.json").read_text("utf-8"))
     return schema
 
 
