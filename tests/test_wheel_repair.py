@@ -242,9 +242,9 @@ def test_a_bad_splice_is_caught_before_anything_is_renamed(big_wheel: Path, tmp_
                                              else os.pread(pieces[-1][0], pieces[-1][2],
                                                            pieces[-1][1]))]
 
-    import elfpatch.service.wheel_fix as wheel_fix
+    import elfpatch.wheel.member as member
 
-    monkeypatch.setattr(wheel_fix, "build_stream", broken)
+    monkeypatch.setattr(member, "build_stream", broken)
     out = tmp_path / "out"
     out.mkdir()
     (out / "keep.txt").write_text("there before")
