@@ -3,17 +3,24 @@
 Read: the archive's structure is checked before anything else (``zipread``);
 each ELF member is inflated into an anonymous scratch file on OUTDIR's file
 system (nothing a wheel says ever becomes a path), checked against its CRC
-and its RECORD row, and its deflate block starts are noted.  Two threads
-inflate, the largest members first.
+and its RECORD row, and its deflate block starts are noted
+(``wheel.member``).  The members are dealt, the costliest first, into two
+halves of about equal cost, and one half runs in a forked child process
+(``halves.in_two_halves``; both halves run here, in turn, where forking is
+unsafe); threads would share one interpreter lock.
 
 Plan: the members are planned as one set (``fix.plan_inputs``), so a UNIQUE
 symbol one member needs from another stays GLOBAL; reports name members.
+Meanwhile (not under --dry-run) a forked child checks every other member
+against RECORD.
 
 Patch: each member with changes is copied, edited and verified into a
 second scratch file (``fix.write_patched_input``), compared with the
 original to find the changed ranges, and its new deflate stream is spliced
 from the original's untouched blocks and freshly deflated changed regions
-(``deflate_splice``), on a second thread while the next member is patched.
+(``deflate_splice``) and inflated once to prove it (``wheel.member``).  The
+changed members are done in two halves like the reading, one in a forked
+child.
 
 Write: a staged temporary file in OUTDIR (``staging``) receives the members
 in their original order, with their names, times, attributes and extra
