@@ -29,14 +29,14 @@ _PUBLIC = {
     # Errors and exit codes.
     "ElfpatchError": "elfpatch.errors", "ExitCode": "elfpatch.errors",
     # The check policy.
-    "Policy": "elfpatch.policy", "Level": "elfpatch.policy",
-    "DestructorScope": "elfpatch.policy",
+    "Policy": "elfpatch.analysis.policy", "Level": "elfpatch.analysis.policy",
+    "DestructorScope": "elfpatch.analysis.policy",
     # What the commands return, and what those results hold.
     "ScanReport": "elfpatch.api", "FileScan": "elfpatch.analysis.unique",
     "UniqueSymbol": "elfpatch.analysis.unique",
     "FixResult": "elfpatch.service.fix", "LibraryOutcome": "elfpatch.service.fix",
-    "FixPlan": "elfpatch.patch.plan", "LibraryPlan": "elfpatch.patch.plan",
-    "SymbolChange": "elfpatch.patch.plan", "Refusal": "elfpatch.patch.plan",
+    "FixPlan": "elfpatch.plan.bindings", "LibraryPlan": "elfpatch.plan.bindings",
+    "SymbolChange": "elfpatch.plan.bindings", "Refusal": "elfpatch.plan.bindings",
     "WheelsResult": "elfpatch.service.wheel_fix", "WheelFixResult": "elfpatch.service.wheel_fix",
     "MemberFix": "elfpatch.service.wheel_fix",
     "InitsResult": "elfpatch.analysis.init_order", "ObjectReport": "elfpatch.analysis.init_order",
@@ -63,13 +63,13 @@ if TYPE_CHECKING:
     from elfpatch.analysis.check import CheckResult, Clash, Finding, LibraryCheck, LibraryFacts
     from elfpatch.analysis.init_order import ClosureEntry, Coverage, InitsResult, ObjectReport
     from elfpatch.analysis.initializers import InitializerEntry
+    from elfpatch.analysis.policy import DestructorScope, Level, Policy
     from elfpatch.analysis.risks import Risk
     from elfpatch.analysis.unique import FileScan, UniqueSymbol
     from elfpatch.api import ScanReport, check, fix, inits, repair_wheels, scan
     from elfpatch.errors import ElfpatchError, ExitCode
     from elfpatch.loader.host import HostProfile
-    from elfpatch.patch.plan import FixPlan, LibraryPlan, Refusal, SymbolChange
-    from elfpatch.policy import DestructorScope, Level, Policy
+    from elfpatch.plan.bindings import FixPlan, LibraryPlan, Refusal, SymbolChange
     from elfpatch.service.fix import FixResult, LibraryOutcome
     from elfpatch.service.wheel_fix import MemberFix, WheelFixResult, WheelsResult
 

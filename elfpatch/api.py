@@ -25,10 +25,10 @@ from elfpatch.errors import ElfpatchError, UsageError
 if TYPE_CHECKING:
     from elfpatch.analysis.check import CheckResult
     from elfpatch.analysis.init_order import InitsResult
+    from elfpatch.analysis.policy import Policy
     from elfpatch.analysis.unique import FileScan
     from elfpatch.loader.dlopen import LoadHost
     from elfpatch.loader.host import HostProfile
-    from elfpatch.policy import Policy
     from elfpatch.service.fix import FixResult
     from elfpatch.service.wheel_fix import WheelsResult
 
@@ -71,7 +71,7 @@ def _leaves_nothing_open(call: Callable[P, R]) -> Callable[P, R]:
         try:
             return call(*args, **kwargs)
         finally:
-            from elfpatch.source import close_archives
+            from elfpatch.elf.source import close_archives
 
             close_archives()
     return closing
@@ -134,7 +134,7 @@ def fix(paths: Paths, *, output: PathLike | None = None, in_place: bool = False,
     regexes LOCAL (``"preset:cxx-instantiations"``: the C++ runtime's template
     instantiations), unless another library of the set references them.
     """
-    from elfpatch.patch.plan import FixOptions
+    from elfpatch.plan.bindings import FixOptions
     from elfpatch.service.fix import fix_paths
 
     targets = (output is not None) + in_place
@@ -159,7 +159,7 @@ def repair_wheels(wheels: Paths, wheel_dir: PathLike | None = None, *, mode: str
     byte for byte), or none is; ``dry_run`` plans without a ``wheel_dir``.
     ``progress`` is called with a short line as each step starts.
     """
-    from elfpatch.patch.plan import FixOptions
+    from elfpatch.plan.bindings import FixOptions
     from elfpatch.service.wheel_fix import fix_wheels
 
     given = path_list(wheels)
@@ -226,7 +226,7 @@ def check(paths: Paths = (), *, policy: Policy | None = None, config: PathLike |
     for where UNIQUE variables are declared (SARIF uses it).
     """
     from elfpatch.analysis.check import CheckResult
-    from elfpatch.policy import as_policy, load_policy
+    from elfpatch.analysis.policy import as_policy
     from elfpatch.service.check import (
         as_baselined,
         baseline_keys,
@@ -234,6 +234,7 @@ def check(paths: Paths = (), *, policy: Policy | None = None, config: PathLike |
         run_check,
         write_baseline,
     )
+    from elfpatch.service.policy_file import load_policy
 
     given = _check_arguments(paths, policy, config, baseline, update_baseline, environment,
                              python, jobs)

@@ -167,13 +167,13 @@ def fix(paths: tuple[str, ...], output: str | None, in_place: bool, wheel_dir: s
     rather than LOCAL, so the set keeps loading and sharing what it shares.
     """
     from elfpatch import api
-    from elfpatch.patch.plan import FixOptions
+    from elfpatch.plan.bindings import FixOptions
 
     targets = sum(1 for given in (output, in_place or None, wheel_dir) if given)
     if targets > 1 or (targets == 0 and not dry_run):
         raise click.UsageError("give exactly one of -o/--output, --in-place and -w/--wheel-dir "
                                "(or --dry-run)")
-    from elfpatch.policy import load_policy
+    from elfpatch.service.policy_file import load_policy
 
     hide = (*load_policy(None).hide, *hide)
     options = FixOptions(mode, only, exclude, strict, force, hide)  # checked: one line if wrong
@@ -405,7 +405,7 @@ def inits(paths: tuple[str, ...], closure: bool, sort_algorithm: str, as_json: b
               "3 a bug of elfpatch.")
 def demo() -> None:
     """Build two plugins with g++, show the UNIQUE bugs, fix them, show them gone."""
-    from elfpatch.demo import run_demo
+    from elfpatch.fixtures.demo import run_demo
 
     run_demo(click.echo)
 
@@ -526,8 +526,8 @@ def _parse_outputs(given: tuple[str, ...]) -> list[tuple[str, str]]:
 
 def _write_check_outputs(result: Any, outputs: list[tuple[str, str]], verbose: bool) -> None:
     """Each extra report into its file, from the one analysis (text without colour)."""
+    from elfpatch.base.regular_file import write_regular_text
     from elfpatch.errors import InputError
-    from elfpatch.regular_file import write_regular_text
     from elfpatch.report.scan_json import printable_document
 
     for output_format, file in outputs:

@@ -15,7 +15,7 @@ import pytest
 from elfpatch.fixtures import build
 
 from elfpatch.analysis.check import Finding, LibraryCheck, distinct_keys, judge
-from elfpatch.policy import Policy
+from elfpatch.analysis.policy import Policy
 
 SCRIPT = Path(sys.executable).with_name("elfpatch")
 POLICY = """[tool.elfpatch]
@@ -191,8 +191,8 @@ def test_repeated_keys_are_numbered() -> None:
 def test_two_findings_alike_are_two_keys(built: None) -> None:
     """Two exit-time destructors of objects without a name or an address (the worst case):
     a baseline holding one does not accept the other."""
+    from elfpatch.elf.source import ElfSource
     from elfpatch.service.check import gather_facts
-    from elfpatch.source import ElfSource
 
     facts = gather_facts(ElfSource(str(library())), need_effects=True)
     unnamed = ("an object registered by init_array[1]", "registers ~X for an object", False)
@@ -222,8 +222,8 @@ def per_unit_sources(units: int) -> dict[str, str]:
 def test_copies_of_one_name_are_told_apart_by_their_unit(built: None) -> None:
     """Keyed by the initializer that registers each copy, not by position: a new unit
     adds a key and leaves the others as they were."""
+    from elfpatch.elf.source import ElfSource
     from elfpatch.service.check import gather_facts
-    from elfpatch.source import ElfSource
 
     policy = Policy(unique="ignore", exit_time_destructors="error")
     keys = []

@@ -41,12 +41,12 @@ from elfpatch.analysis.check import (
     LibraryCheck,
     LibraryFacts,
 )
+from elfpatch.analysis.policy import Policy
 from elfpatch.analysis.unique import FileScan
+from elfpatch.elf.source import ElfSource
 from elfpatch.errors import InputError
-from elfpatch.policy import Policy
 from elfpatch.report.check_report import GITHUB_SHOWN_PER_KIND, render_github, render_junit
 from elfpatch.service.check import run_check
-from elfpatch.source import ElfSource
 
 JUNIT_SCHEMA = Path(__file__).parent / "data" / "junit.xsd"
 

@@ -15,8 +15,8 @@ from support.fixlib import VARIANTS, built_library
 from support.tools import require_tool
 
 from elfpatch.analysis.check import distribution_key, package_of_source
+from elfpatch.elf.source import ElfSource
 from elfpatch.report.check_report import shorten
-from elfpatch.source import ElfSource
 
 NO_POLICY_FILE = "/dev/null"  # the defaults: UNIQUE definitions are errors
 

@@ -82,7 +82,7 @@ def test_the_markdown_summary_keeps_its_table_whole(library: Path) -> None:
     """C++ names hold pipes and angle brackets: every row still has its six cells."""
     from dataclasses import replace
 
-    from elfpatch.policy import Policy
+    from elfpatch.analysis.policy import Policy
     from elfpatch.report.check_markdown import render_markdown
     from elfpatch.service.check import run_check
 

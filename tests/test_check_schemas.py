@@ -1,5 +1,5 @@
 """The published schemas: ``check --format json`` (``elfpatch/report/check.schema.json``)
-validated on real output, and ``[tool.elfpatch]`` (``elfpatch/policy.schema.json``, a
+validated on real output, and ``[tool.elfpatch]`` (``elfpatch/analysis/policy.schema.json``, a
 validate-pyproject ``tool_schema`` plugin) against the policy the code reads and every
 README example."""
 
@@ -20,8 +20,9 @@ import pytest
 from support.build import another_distribution, invoke
 from support.fixlib import VARIANTS, built_library
 
+from elfpatch.analysis.policy import DESTRUCTOR_SCOPES, LEVELS, TABLE_KEYS
 from elfpatch.errors import ElfpatchError
-from elfpatch.policy import DESTRUCTOR_SCOPES, LEVELS, TABLE_KEYS, load_policy, tool_schema
+from elfpatch.service.policy_file import load_policy, tool_schema
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -1,4 +1,4 @@
-"""Demangled C++ names split at their top-level ``::`` (``elfpatch.cxxnames``).
+"""Demangled C++ names split at their top-level ``::`` (``elfpatch.cxx.names``).
 
 The names are what GNU c++filt prints for real symbols (checked against it
 where it is installed); each case is one the plain ``str.split("::")`` or a
@@ -17,7 +17,7 @@ from elfpatch.analysis.unique import (
     KIND_TEMPLATE_STATIC_MEMBER,
     classify,
 )
-from elfpatch.cxxnames import enclosing_scope, function_path, scope_parts
+from elfpatch.cxx.names import enclosing_scope, function_path, scope_parts
 
 STRING = "std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >"
 

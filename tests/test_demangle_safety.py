@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from elfpatch.fixtures import build
 
-from elfpatch import demangle
+from elfpatch.cxx import demangle
 
 IMPOSTOR = r"""
 #include <stdio.h>
@@ -154,7 +154,7 @@ def test_a_runtime_the_interpreter_already_loaded_is_used(tmp_path: Path) -> Non
     code = textwrap.dedent(f"""
         import ctypes, os
         ctypes.CDLL({str(private)!r})
-        from elfpatch.demangle import demangle, mapped_files
+        from elfpatch.cxx.demangle import demangle, mapped_files
         print(demangle("_ZZ7countervE5count"))
         real = os.path.realpath({system!r})
         print(sum(1 for p in mapped_files() if os.path.realpath(p) == real))

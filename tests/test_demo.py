@@ -22,11 +22,9 @@ from pathlib import Path
 
 import pytest
 from conftest import require_tool
-from elfpatch.fixtures import build
+from elfpatch.fixtures import build, demo
 from support.build import invoke
 from support.checkout import require_installed
-
-from elfpatch import demo
 
 SCENARIOS = [story.scenario for story in demo.STORIES]
 

@@ -36,6 +36,7 @@ from support.readelf import (
 
 import elfpatch
 from elfpatch.analysis.check import RULE_CANNOT_LOAD, RULE_STAYS_LOADED
+from elfpatch.analysis.policy import Policy
 from elfpatch.loader.dlopen import (
     BOUND_BY_PINNED,
     FIRST_UNIQUE,
@@ -46,7 +47,6 @@ from elfpatch.loader.dlopen import (
     LoadVerdict,
     dlopen_verdict,
 )
-from elfpatch.policy import Policy
 from elfpatch.service.load import load_verdict
 
 HOSTS = ("c", "c++", "python")

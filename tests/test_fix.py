@@ -63,8 +63,8 @@ from elfpatch.elf.file import ElfFile
 from elfpatch.elf.symbols import read_dynsym
 from elfpatch.patch import rewrite
 from elfpatch.patch.edit import Edit
-from elfpatch.patch.plan import FixOptions
 from elfpatch.patch.reorder import Reordering
+from elfpatch.plan.bindings import FixOptions
 from elfpatch.service import fix as fix_module
 from elfpatch.service.fix import fix_paths
 

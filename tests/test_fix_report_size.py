@@ -25,7 +25,7 @@ import pytest
 from support.fixlib import VARIANTS, built_library, fix
 
 from elfpatch.analysis.crosslib import SAMPLE_SIZE, LibrarySymbols, shared_uses
-from elfpatch.patch.plan import REASON_NAMES, Candidate, FixOptions, name_some, plan_library
+from elfpatch.plan.bindings import REASON_NAMES, Candidate, FixOptions, name_some, plan_library
 
 NAME = "libcopy{:04d}.so"  # fixed width, so every label has the same length
 

@@ -23,9 +23,9 @@ from elfpatch.fixtures import build
 from support.build import invoke
 from support.fixlib import VARIANTS, built_library, fix, temporary_files
 
+from elfpatch.base.regular_file import TEMPORARY_MARK
 from elfpatch.errors import InputError
 from elfpatch.patch.staging import Staging, remove_stale
-from elfpatch.regular_file import TEMPORARY_MARK
 from elfpatch.service import fix as fix_module
 
 

@@ -24,8 +24,8 @@ from elfpatch.fixtures import build
 from support.inits import DESTRUCTOR, inits_of, risks, scenario, toolchain
 
 from elfpatch.analysis.check import RULE_DESTRUCTION_ORDER, RULE_EXIT_DESTRUCTOR
+from elfpatch.analysis.policy import policy_from_table
 from elfpatch.errors import InputError
-from elfpatch.policy import policy_from_table
 from elfpatch.service.check import run_check
 
 MANY = {

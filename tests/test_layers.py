@@ -1,8 +1,9 @@
 """The layers of README's Layout section are the package's real import graph.
 
-The table in README.md assigns every module to a layer; every import of
-every module, those inside functions and under ``TYPE_CHECKING`` included,
-must go to its own layer or one below.  ``elfpatch/analysis/`` must also
+The table in README.md lists, for each layer, its folders and files; every
+module of the package is in exactly one of them, and every import of every
+module, those inside functions and under ``TYPE_CHECKING`` included, must go
+to its own layer or one below.  ``elfpatch/analysis/`` must also
 stay free of I/O and processes: it gets opened files and returns data.
 """
 
@@ -34,7 +35,7 @@ class Import:
 
 
 def layer_table() -> list[tuple[str, list[str]]]:
-    """(layer, module prefixes) from README, lowest layer first."""
+    """(layer, folders and files) from README, lowest layer first; a folder ends in /."""
     text = (ROOT / "README.md").read_text()
     block = re.search(r"<!-- layers:.*?-->(.*?)<!-- end of layers -->", text, re.S)
     assert block, "README.md has no layer table"
@@ -42,7 +43,7 @@ def layer_table() -> list[tuple[str, list[str]]]:
     for line in block.group(1).splitlines():
         cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
         if len(cells) == 2 and cells[0] not in ("layer", "---"):
-            rows.append((cells[0], re.findall(r"`([\w.]+)`", cells[1])))
+            rows.append((cells[0], re.findall(r"`([\w./]+)`", cells[1])))
     return rows
 
 
@@ -89,21 +90,28 @@ def imports_of(name: str, path: Path) -> list[Import]:
     return resolved
 
 
+def places_of(module: str, table: list[tuple[str, list[str]]]) -> list[tuple[int, str]]:
+    """(layer index, entry) of every folder or file of the table that holds ``module``."""
+    path = modules()[module].relative_to(ROOT).as_posix()
+    return [(index, entry) for index, (_layer, entries) in enumerate(table) for entry in entries
+            if path == entry or (entry.endswith("/") and path.startswith(entry))]
+
+
 def layer_of(module: str, table: list[tuple[str, list[str]]]) -> int:
-    """The index of the layer whose longest prefix names ``module``."""
-    best = (-1, -1)
-    for index, (_layer, prefixes) in enumerate(table):
-        for prefix in prefixes:
-            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best[0]:
-                best = (len(prefix), index)
-    return best[1]
+    """The index of the one layer whose folders or files hold ``module``."""
+    places = places_of(module, table)
+    return places[0][0] if len(places) == 1 else -1
 
 
 def test_every_module_has_a_layer() -> None:
     table = layer_table()
     assert [layer for layer, _ in table] == ["base", "read", "loader", "analyse", "plan",
                                              "write", "service", "report", "interface"]
-    assert [name for name in modules() if layer_of(name, table) < 0] == []
+    assert {name: places_of(name, table) for name in modules()
+            if len(places_of(name, table)) != 1} == {}
+    entries = [entry for _layer, listed in table for entry in listed]
+    assert [entry for entry in entries if not (ROOT / entry).exists()] == []
+    assert [entry for entry in entries if entry.endswith("/") != (ROOT / entry).is_dir()] == []
 
 
 def test_no_import_goes_up_a_layer() -> None:
@@ -161,8 +169,9 @@ def test_the_import_reader_sees_function_level_imports() -> None:
     assert {"elfpatch.service.runner", "elfpatch.service.check", "elfpatch.errors"} <= \
         {item.target for item in found}
     assert "elfpatch.fixtures.build" in modules()
-    assert layer_of("elfpatch.elf.constants", layer_table()) == 0
+    assert layer_of("elfpatch.errors", layer_table()) == 0
     assert layer_of("elfpatch.elf.symbols", layer_table()) == 1
+    assert layer_of("elfpatch.wheel.write", layer_table()) == 5
 
 
 @pytest.mark.parametrize("name", [n for n in modules() if n.startswith("elfpatch.analysis")])

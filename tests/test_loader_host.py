@@ -329,7 +329,7 @@ def test_cache_entries_with_legacy_bits_are_skipped_from_glibc_2_40() -> None:
 def test_demangling_works_where_the_closure_model_refuses(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """The demangler's trusted places do not depend on the glibc version."""
-    from elfpatch import demangle
+    from elfpatch.cxx import demangle
 
     monkeypatch.setattr(os, "confstr", lambda _name: "glibc 2.17")
     with pytest.raises(ElfpatchError):
@@ -343,7 +343,7 @@ def test_importing_the_loader_probes_nothing() -> None:
             "def refuse(*a, **k): raise SystemExit('probed at import time')\n"
             "os.confstr = os.uname = refuse\n"
             "import elfpatch.loader.host, elfpatch.loader.closure, elfpatch.loader.cache\n"
-            "import elfpatch.demangle\n")
+            "import elfpatch.cxx.demangle\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0, done.stderr

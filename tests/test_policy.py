@@ -14,8 +14,9 @@ import pytest
 from support.fixlib import VARIANTS, built_library
 
 import elfpatch
+from elfpatch.analysis.policy import DestructorScope, Level, Policy
 from elfpatch.errors import ElfpatchError
-from elfpatch.policy import DestructorScope, Level, Policy, load_policy
+from elfpatch.service.policy_file import load_policy
 
 SCRIPT = Path(sys.executable).with_name("elfpatch")
 

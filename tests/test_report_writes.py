@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from elfpatch import regular_file
+from elfpatch.base import regular_file
 
 
 def _temporary_files(folder: Path) -> list[str]:

@@ -167,7 +167,7 @@ def test_a_file_swapped_for_a_fifo_after_the_stat_is_still_refused(fifo: Path,
     regular.write_bytes(b"x")
     done = python(f"""
         import os
-        from elfpatch import regular_file
+        from elfpatch.base import regular_file
         from elfpatch.errors import InputError
         real_stat = os.stat
         # Between the stat and the open, the path becomes a FIFO.
@@ -181,7 +181,7 @@ def test_a_file_swapped_for_a_fifo_after_the_stat_is_still_refused(fifo: Path,
 
 
 def test_regular_files_are_read_and_written(tmp_path: Path) -> None:
-    from elfpatch import regular_file
+    from elfpatch.base import regular_file
 
     path = tmp_path / "baseline.json"
     regular_file.write_regular_text(path, "one\n")

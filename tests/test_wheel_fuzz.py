@@ -26,13 +26,13 @@ import pytest
 from support.record import assert_record_matches
 from support.zipcraft import build, wheel_entries, with_record
 
+from elfpatch.elf.source import close_archives
 from elfpatch.errors import ElfpatchError
-from elfpatch.patch.plan import FixOptions
-from elfpatch.policy import load_policy
+from elfpatch.plan.bindings import FixOptions
 from elfpatch.service.check import run_check
+from elfpatch.service.policy_file import load_policy
 from elfpatch.service.runner import scan_paths
 from elfpatch.service.wheel_fix import fix_wheels
-from elfpatch.source import close_archives
 
 MUTANTS = 2000
 ALARM_SECONDS = 30

@@ -43,7 +43,7 @@ from support.zipcraft import (
     with_record,
 )
 
-from elfpatch.zipread import open_zip
+from elfpatch.wheel.zipread import open_zip
 
 Builder = Callable[[Path, Path, Path], Path]  # (base wheel, destination, test root) -> wheel
 

@@ -20,9 +20,10 @@ from pathlib import Path
 import pytest
 from elfpatch.fixtures import build
 
-from elfpatch import wheel, zipread
 from elfpatch.errors import InputError
-from elfpatch.zipread import ZipArchive, open_zip
+from elfpatch.wheel import read as wheel
+from elfpatch.wheel import zipread
+from elfpatch.wheel.zipread import ZipArchive, open_zip
 
 SOURCES = {"value.cpp": 'extern "C" int value() { return 42; }\n'}
 

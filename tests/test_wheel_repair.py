@@ -31,8 +31,8 @@ from support.record import assert_record_matches, record_rows
 from support.tools import require_module
 from support.zipcraft import Entry, build, wheel_entries, with_record
 
-from elfpatch import deflate_splice, zipread
-from elfpatch.deflate_splice import BlockStarts, build_stream, inflate_blocks, splice_plan
+from elfpatch.wheel import deflate_splice, zipread
+from elfpatch.wheel.deflate_splice import BlockStarts, build_stream, inflate_blocks, splice_plan
 
 # -- the splice on its own --------------------------------------------------------------
 
@@ -242,9 +242,9 @@ def test_a_bad_splice_is_caught_before_anything_is_renamed(big_wheel: Path, tmp_
                                              else os.pread(pieces[-1][0], pieces[-1][2],
                                                            pieces[-1][1]))]
 
-    import elfpatch.service.wheel_fix as wheel_fix
+    import elfpatch.wheel.member as member
 
-    monkeypatch.setattr(wheel_fix, "build_stream", broken)
+    monkeypatch.setattr(member, "build_stream", broken)
     out = tmp_path / "out"
     out.mkdir()
     (out / "keep.txt").write_text("there before")
@@ -468,7 +468,7 @@ def test_a_killed_run_leaves_nothing_a_later_run_picks_up(big_wheel: Path,
         process.send_signal(signal.SIGKILL)
         process.wait()
         leftovers = [p.name for p in out.iterdir() if p.name != big_wheel.name]
-        from elfpatch.regular_file import is_temporary_name
+        from elfpatch.base.regular_file import is_temporary_name
 
         assert all(is_temporary_name(name) for name in leftovers), leftovers
     scan = invoke("scan", "--json", str(out))

@@ -18,13 +18,13 @@ from dataclasses import dataclass, replace
 from pathlib import PurePath
 from typing import TYPE_CHECKING
 
-from elfpatch.alongside import Alongside, in_turn
+from elfpatch.analysis.policy import Policy
 from elfpatch.analysis.unique import FileScan, scan_elf
+from elfpatch.base.alongside import Alongside, in_turn
 from elfpatch.elf.file import ElfFile
+from elfpatch.elf.source import ElfSource
 from elfpatch.errors import ElfpatchError
 from elfpatch.loader.dlopen import Blocker
-from elfpatch.policy import Policy
-from elfpatch.source import ElfSource
 
 if TYPE_CHECKING:
     from elfpatch.analysis.initializers import InitializerEntry

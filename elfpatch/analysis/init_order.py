@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from itertools import compress, zip_longest
 from typing import TypeVar
 
-from elfpatch.alongside import Alongside, in_turn
 from elfpatch.analysis.effects import Effects, EffectsAnalyzer, Part
 from elfpatch.analysis.effects.summary import effects_keys, object_keys, rekeyed, settle
 from elfpatch.analysis.initializers import (
@@ -34,6 +33,7 @@ from elfpatch.analysis.risks import (
     read_at_exit,
     registrations,
 )
+from elfpatch.base.alongside import Alongside, in_turn
 from elfpatch.elf import constants as C
 from elfpatch.elf.file import ElfFile
 from elfpatch.elf.symbols import read_dynsym, read_symtab

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from itertools import compress
 
-from elfpatch.demangle import demangle
+from elfpatch.cxx.demangle import demangle
 from elfpatch.elf import constants as C
 from elfpatch.elf.arrays import ArrayLocation, ArraySlot, SlotResolver, array_locations
 from elfpatch.elf.file import ElfFile

@@ -41,7 +41,7 @@ from elfpatch.analysis.initializers import (
     InitializerPart,
     demangle_label,
 )
-from elfpatch.demangle import demangle
+from elfpatch.cxx.demangle import demangle
 
 SEVERITY_ERROR = "error"
 SEVERITY_WARNING = "warning"

@@ -13,8 +13,8 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from elfpatch.cxxnames import enclosing_scope
-from elfpatch.demangle import demangle
+from elfpatch.cxx.demangle import demangle
+from elfpatch.cxx.names import enclosing_scope
 from elfpatch.elf import constants as C
 from elfpatch.elf.file import ElfFile
 from elfpatch.elf.symbols import DYNSYM, SymbolTable, symbol_tables

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
+from elfpatch.base.regular_file import cannot_open, open_regular
 from elfpatch.elf import constants as C
 from elfpatch.errors import CorruptElfError, NotElfError
-from elfpatch.regular_file import cannot_open, open_regular
 
 # Header layouts after e_ident: (format, size of one section/program header)
 _EHDR_FIELDS = {

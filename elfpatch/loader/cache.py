@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from elfpatch.base.regular_file import read_regular_bytes
 from elfpatch.elf.constants import (
     EM_AARCH64,
     EM_ARM,
@@ -47,7 +48,6 @@ from elfpatch.elf.constants import (
     EM_X86_64,
 )
 from elfpatch.errors import ElfpatchError
-from elfpatch.regular_file import read_regular_bytes
 
 DEFAULT_CACHE_PATH = Path("/etc/ld.so.cache")
 

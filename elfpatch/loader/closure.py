@@ -56,6 +56,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from stat import S_ISDIR, S_ISREG
 
+from elfpatch.base.regular_file import NOT_REGULAR
 from elfpatch.elf import constants as C
 from elfpatch.elf.constants import (
     EM_386,
@@ -73,7 +74,6 @@ from elfpatch.elf.file import ElfFile, ElfHeader
 from elfpatch.errors import ElfpatchError
 from elfpatch.loader.cache import LdCache, accepted_cache_flags, read_ld_cache
 from elfpatch.loader.host import HostProfile
-from elfpatch.regular_file import NOT_REGULAR
 
 DF_1_INITFIRST = 0x20
 DF_1_NODEFLIB = 0x800

@@ -24,7 +24,9 @@ from elfpatch.elf.symbols import (
 from elfpatch.errors import UnsupportedElfError
 from elfpatch.patch import regions, reorder
 from elfpatch.patch.edit import Edit
-from elfpatch.patch.plan import (
+from elfpatch.patch.regions import check_edits
+from elfpatch.patch.reorder import Reordering
+from elfpatch.plan.bindings import (
     LOCAL_TARGETS,
     TARGET_GLOBAL,
     TARGET_LOCAL,
@@ -32,8 +34,6 @@ from elfpatch.patch.plan import (
     TARGET_WEAK_HIDDEN,
     LibraryPlan,
 )
-from elfpatch.patch.regions import check_edits
-from elfpatch.patch.reorder import Reordering
 
 
 def new_info_other(info: int, other: int, target: str) -> tuple[int, int]:

@@ -28,13 +28,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
-from elfpatch.errors import InputError
-from elfpatch.regular_file import (
+from elfpatch.base.regular_file import (
     create_locked_temporary,
     is_temporary_name,
     same_file,
     temporary_name,
 )
+from elfpatch.errors import InputError
 
 # Signals held back while a set is renamed into place.
 _HELD_SIGNALS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}

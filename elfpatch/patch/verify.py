@@ -27,7 +27,7 @@ from functools import cached_property
 from itertools import accumulate
 from pathlib import Path
 
-from elfpatch.alongside import Alongside, in_turn
+from elfpatch.base.alongside import Alongside, in_turn
 from elfpatch.elf import constants as C
 from elfpatch.elf.columns import column
 from elfpatch.elf.file import ElfFile
@@ -56,7 +56,9 @@ from elfpatch.elf.symbols import (
 )
 from elfpatch.errors import CorruptElfError, ElfpatchError
 from elfpatch.patch import regions
-from elfpatch.patch.plan import (
+from elfpatch.patch.regions import RegionMap, Spans
+from elfpatch.patch.reorder import sh_info_field
+from elfpatch.plan.bindings import (
     LOCAL_TARGETS,
     TARGET_GLOBAL,
     TARGET_LOCAL,
@@ -64,8 +66,6 @@ from elfpatch.patch.plan import (
     TARGET_WEAK_HIDDEN,
     LibraryPlan,
 )
-from elfpatch.patch.regions import RegionMap, Spans
-from elfpatch.patch.reorder import sh_info_field
 
 # Below this size the two halves run in turn even where the caller could run them
 # alongside: a fork costs more than the checks of a small file (2,000 small

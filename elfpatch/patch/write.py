@@ -15,9 +15,9 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+from elfpatch.base.regular_file import copy_bytes
 from elfpatch.patch.edit import Edit
 from elfpatch.patch.staging import ScratchFile
-from elfpatch.regular_file import copy_bytes
 
 
 def write_patched(source: Path, target: ScratchFile, make_edits: Callable[[], list[Edit]],

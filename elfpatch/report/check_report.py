@@ -152,7 +152,7 @@ def _subject_name(finding: Finding, names: dict[str, Any]) -> str:
     if symbol is not None:
         return str(symbol.demangled)
     if finding.rule == RULE_EXIT_DESTRUCTOR:
-        from elfpatch.demangle import demangle
+        from elfpatch.cxx.demangle import demangle
 
         return demangle(finding.subject.split(REGISTERED_BY, 1)[0])
     return finding.message

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from elfpatch.patch.plan import LibraryPlan, Refusal
+from elfpatch.plan.bindings import LibraryPlan, Refusal
 from elfpatch.report.scan_json import SCHEMA_VERSION, error_record, printable_document
 from elfpatch.service.fix import FixResult, LibraryOutcome
 

@@ -12,8 +12,8 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-from elfpatch.demangle import demangle
-from elfpatch.patch.plan import HIDE_REASON, FixPlan, LibraryPlan, name_some
+from elfpatch.cxx.demangle import demangle
+from elfpatch.plan.bindings import HIDE_REASON, FixPlan, LibraryPlan, name_some
 from elfpatch.report.style import Styler, plural
 from elfpatch.service.fix import FixResult, LibraryOutcome
 

@@ -15,7 +15,7 @@ from collections import Counter, defaultdict
 from elfpatch.analysis.init_order import PHASE_PREINIT, Coverage, InitsResult, ObjectReport
 from elfpatch.analysis.initializers import InitializerEntry, InitializerPart, demangle_label
 from elfpatch.analysis.risks import KIND_EXIT_DESTRUCTOR, SEVERITY_ERROR, Risk
-from elfpatch.demangle import demangle
+from elfpatch.cxx.demangle import demangle
 from elfpatch.report.style import Styler, plural
 
 # Without -v: this many other warnings, units of exit-time destructors, objects per unit.

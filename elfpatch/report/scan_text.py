@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from elfpatch.analysis.unique import KIND_DESCRIPTIONS, KIND_GUARD_VARIABLE, FileScan, UniqueSymbol
-from elfpatch.demangle import demangle
+from elfpatch.cxx.demangle import demangle
 from elfpatch.elf.file import printable
 from elfpatch.elf.symbols import DYNSYM
 from elfpatch.errors import ElfpatchError

@@ -22,13 +22,13 @@ from elfpatch.analysis.check import (
     judge,
     package_of_source,
 )
+from elfpatch.analysis.policy import Policy
+from elfpatch.base.regular_file import read_regular_text, write_regular_text
+from elfpatch.elf.source import ElfSource, open_source
 from elfpatch.errors import PARSE_FAILURES, ElfpatchError, InputError, malformed
-from elfpatch.policy import Policy
-from elfpatch.regular_file import read_regular_text, write_regular_text
 from elfpatch.service.inputs import split_sources
 from elfpatch.service.load import with_load_verdicts
 from elfpatch.service.parallel import run_alongside, worker_pool
-from elfpatch.source import ElfSource, open_source
 
 # Told what is being analysed, for a progress line.
 Progress = Callable[[str], None]

@@ -17,9 +17,9 @@ from elfpatch.analysis.check import (
     find_clashes,
     package_of_source,
 )
+from elfpatch.elf.source import ElfSource, has_elf_magic_file
 from elfpatch.errors import InputError
 from elfpatch.service.check import gather_all
-from elfpatch.source import ElfSource, has_elf_magic_file
 
 # Run inside the target interpreter: every distribution and the absolute paths of its files.
 _LIST_FILES = """

@@ -14,8 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from elfpatch.analysis.crosslib import LibrarySymbols, dynamic_symbols, shared_uses
+from elfpatch.base.regular_file import HeldFile, cannot_open, hold_files
 from elfpatch.elf import constants as C
 from elfpatch.elf.file import ElfFile
+from elfpatch.elf.source import ElfSource
 from elfpatch.elf.symbols import DYNSYM, read_dynsym, symbol_tables
 from elfpatch.errors import (
     PARSE_FAILURES,
@@ -23,15 +25,6 @@ from elfpatch.errors import (
     InputError,
     UnsupportedElfError,
     malformed,
-)
-from elfpatch.patch.plan import (
-    Candidate,
-    FixOptions,
-    FixPlan,
-    HideRule,
-    LibraryPlan,
-    hide_rules,
-    plan_library,
 )
 from elfpatch.patch.rewrite import plan_edits
 from elfpatch.patch.staging import (
@@ -44,10 +37,17 @@ from elfpatch.patch.staging import (
 )
 from elfpatch.patch.verify import verify_output
 from elfpatch.patch.write import write_patched
-from elfpatch.regular_file import HeldFile, cannot_open, hold_files
+from elfpatch.plan.bindings import (
+    Candidate,
+    FixOptions,
+    FixPlan,
+    HideRule,
+    LibraryPlan,
+    hide_rules,
+    plan_library,
+)
 from elfpatch.service.inputs import Aliases, existing_identities, split_sources
 from elfpatch.service.parallel import run_alongside
-from elfpatch.source import ElfSource
 
 
 @dataclass(frozen=True)

@@ -13,12 +13,12 @@ import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from elfpatch.base.regular_file import is_temporary_name
 from elfpatch.elf.file import ElfFile
+from elfpatch.elf.source import ElfSource, cached_archive, has_elf_magic_file, open_source
 from elfpatch.errors import ElfpatchError, InputError
-from elfpatch.regular_file import is_temporary_name
-from elfpatch.source import ElfSource, cached_archive, has_elf_magic_file, open_source
-from elfpatch.wheel import elf_members, is_archive_name
-from elfpatch.zipread import END_SIGNATURE
+from elfpatch.wheel.read import elf_members, is_archive_name
+from elfpatch.wheel.zipread import END_SIGNATURE
 
 
 def walk_folder(folder: Path, unreadable: list[OSError] | None = None) -> Iterator[Path]:

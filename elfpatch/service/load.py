@@ -22,12 +22,12 @@ from pathlib import Path
 
 from elfpatch.analysis.thread_exit import thread_destructor_at_load
 from elfpatch.analysis.unique import FileScan
+from elfpatch.base.regular_file import require_space
 from elfpatch.elf.file import ElfFile
 from elfpatch.errors import PARSE_FAILURES, ElfpatchError
 from elfpatch.loader.dlopen import LoadHost, LoadVerdict, dlopen_verdict
 from elfpatch.loader.host import HostProfile
-from elfpatch.regular_file import require_space
-from elfpatch.wheel import elf_members, open_archive
+from elfpatch.wheel.read import elf_members, open_archive
 
 
 def with_load_verdicts(scans: list[FileScan], host: LoadHost | None = None,

@@ -14,9 +14,9 @@ from typing import Generic, TypeVar
 
 from elfpatch.analysis.unique import FileScan, scan_elf
 from elfpatch.elf.file import ElfFile
+from elfpatch.elf.source import ElfSource
 from elfpatch.errors import PARSE_FAILURES, ElfpatchError, malformed
 from elfpatch.service.inputs import expand, open_sources
-from elfpatch.source import ElfSource
 
 T = TypeVar("T")
 

@@ -3,17 +3,24 @@
 Read: the archive's structure is checked before anything else (``zipread``);
 each ELF member is inflated into an anonymous scratch file on OUTDIR's file
 system (nothing a wheel says ever becomes a path), checked against its CRC
-and its RECORD row, and its deflate block starts are noted.  Two threads
-inflate, the largest members first.
+and its RECORD row, and its deflate block starts are noted
+(``wheel.member``).  The members are dealt, the costliest first, into two
+halves of about equal cost, and one half runs in a forked child process
+(``halves.in_two_halves``; both halves run here, in turn, where forking is
+unsafe); threads would share one interpreter lock.
 
 Plan: the members are planned as one set (``fix.plan_inputs``), so a UNIQUE
 symbol one member needs from another stays GLOBAL; reports name members.
+Meanwhile (not under --dry-run) a forked child checks every other member
+against RECORD.
 
 Patch: each member with changes is copied, edited and verified into a
 second scratch file (``fix.write_patched_input``), compared with the
 original to find the changed ranges, and its new deflate stream is spliced
 from the original's untouched blocks and freshly deflated changed regions
-(``deflate_splice``), on a second thread while the next member is patched.
+(``deflate_splice``) and inflated once to prove it (``wheel.member``).  The
+changed members are done in two halves like the reading, one in a forked
+child.
 
 Write: a staged temporary file in OUTDIR (``staging``) receives the members
 in their original order, with their names, times, attributes and extra
@@ -28,28 +35,14 @@ renamed into OUTDIR.  Any error leaves OUTDIR as it was.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import tempfile
-import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from elfpatch.deflate_splice import (
-    BlockStarts,
-    Fresh,
-    InflateError,
-    Piece,
-    block_inflate_available,
-    build_stream,
-    piece_bytes,
-    splice_plan,
-)
-from elfpatch.elf.file import ElfFile
-from elfpatch.elf.symbols import symbol_tables
-from elfpatch.errors import PARSE_FAILURES, CorruptElfError, ElfpatchError, InputError
-from elfpatch.patch.plan import FixOptions, FixPlan, LibraryPlan
+from elfpatch.base.regular_file import copy_bytes, new_file_mode, require_space
+from elfpatch.errors import ElfpatchError, InputError
 from elfpatch.patch.staging import (
     ScratchFile,
     Staging,
@@ -58,36 +51,37 @@ from elfpatch.patch.staging import (
     existing_folder,
     user_path,
 )
-from elfpatch.patch.verify import VerificationError
-from elfpatch.regular_file import copy_bytes, new_file_mode, require_space, write_all
+from elfpatch.plan.bindings import FixOptions, FixPlan, LibraryPlan
 from elfpatch.service.fix import FixInput, SetPlan, plan_inputs, write_patched_input
 from elfpatch.service.halves import in_two_halves
 from elfpatch.service.inputs import existing_identities
 from elfpatch.service.parallel import run_alongside
 from elfpatch.service.wheel_verify import check_members, verify_wheel
-from elfpatch.wheel import (
+from elfpatch.wheel.deflate_splice import BlockStarts
+from elfpatch.wheel.member import (
+    Inflated,
+    Spliced,
+    inflate_cost,
+    inflate_member,
+    record_output,
+    rewritten_record,
+    splice_member,
+)
+from elfpatch.wheel.read import (
     RecordEntry,
     elf_members,
     elf_type,
-    hash_text,
     is_signature,
     open_archive,
     parse_record,
     read_record_text,
     record_entries,
-    record_line,
     record_member,
 )
-from elfpatch.wheel_write import OutputMember, ZipWriter, kept
-from elfpatch.zipread import (
-    METHOD_DEFLATED,
-    METHOD_STORED,
+from elfpatch.wheel.write import OutputMember, ZipWriter, kept
+from elfpatch.wheel.zipread import (
     ZipArchive,
     ZipMember,
-    check_readable,
-    decode_failures,
-    deflate_module,
-    inflate_raw,
 )
 
 STATUS_REPAIRED = "repaired"
@@ -101,11 +95,6 @@ STATUS_FAILED = "failed"
 _NOT_LOADED = (1, 4)  # ET_REL, ET_CORE
 
 Progress = Callable[[str], None]
-
-# Compared at a time when looking for what a fix changed; changed chunks are
-# narrowed down to this granularity.
-_COMPARE_CHUNK = 4 << 20
-_COMPARE_GRAIN = 64 << 10
 
 
 @dataclass(frozen=True)
@@ -251,21 +240,6 @@ def _commit(staging: Staging, records: list[_WheelRecord], errors: list[Elfpatch
 
 # -- one wheel ------------------------------------------------------------------------
 
-@dataclass
-class _Inflated:
-    """An ELF member inflated into a scratch file."""
-
-    member: ZipMember
-    scratch: ScratchFile
-    starts: BlockStarts | None  # None: not deflated, or zlib not at hand
-
-
-@dataclass
-class _Spliced:
-    output: OutputMember
-    digest: str  # its RECORD hash
-
-
 class _WheelJob:
     """Everything one wheel's repair needs, and the steps in order."""
 
@@ -342,7 +316,7 @@ class _WheelJob:
         else:
             self._write_unchanged(archive, record, record_text)
 
-    def _plan(self, archive: ZipArchive, inflated: list[_Inflated],
+    def _plan(self, archive: ZipArchive, inflated: list[Inflated],
               rows: dict[str, RecordEntry], record_name: str) -> SetPlan:
         """Plan the set; meanwhile, in a forked half, check every other member against
         RECORD (what the final verification of copied members rests on)."""
@@ -356,7 +330,7 @@ class _WheelJob:
         return planned
 
     def _inflate_all(self, archive: ZipArchive, members: list[ZipMember],
-                     rows: dict[str, RecordEntry]) -> list[_Inflated]:
+                     rows: dict[str, RecordEntry]) -> list[Inflated]:
         for member in members:
             if member.name not in rows:
                 raise InputError(archive.label(member), "broken RECORD: the member is not "
@@ -369,26 +343,27 @@ class _WheelJob:
         def inflate(job: tuple[ZipMember, ScratchFile]) -> BlockStarts | None:
             member, scratch = job
             self.progress(f"reading {number[member.name]}/{len(jobs)} {member.name}")
-            return _inflate_member(archive, member, rows[member.name], scratch)
+            return inflate_member(archive, member, rows[member.name], scratch)
 
         # Only block starts come back from the other half: its copies of the scratch
         # files' objects must not be the ones that close them.
-        starts = in_two_halves(jobs, lambda job: _inflate_cost(job[0]), inflate)
-        return [_Inflated(member, scratch, found)
+        starts = in_two_halves(jobs, lambda job: inflate_cost(job[0]), inflate)
+        return [Inflated(member, scratch, found)
                 for (member, scratch), found in zip(jobs, starts, strict=True)]
 
     def _write_repaired(self, archive: ZipArchive, record: ZipMember, record_text: str,
                         rows: dict[str, RecordEntry],
-                        changed: dict[str, tuple[_Inflated, LibraryPlan]]) -> None:
+                        changed: dict[str, tuple[Inflated, LibraryPlan]]) -> None:
         spliced = self._patch_all(archive, rows, changed)
-        new_record = _new_record(record_text, record, {n: s.digest for n, s in spliced.items()},
-                                 {n: s.output.size for n, s in spliced.items()})
+        new_record = rewritten_record(record_text, record,
+                                      {n: s.digest for n, s in spliced.items()},
+                                      {n: s.output.size for n, s in spliced.items()})
         outputs = []
         for member in archive.members:
             if is_signature(member.name):
                 continue
             if member.name == record.name:
-                outputs.append(_record_output(member, new_record))
+                outputs.append(record_output(member, new_record))
             elif member.name in spliced:
                 outputs.append(spliced[member.name].output)
             else:
@@ -401,7 +376,7 @@ class _WheelJob:
                       hint="-w on a file system with more space (its scratch files go there)")
 
     def _patch_all(self, archive: ZipArchive, rows: dict[str, RecordEntry],
-                   changed: dict[str, tuple[_Inflated, LibraryPlan]]) -> dict[str, _Spliced]:
+                   changed: dict[str, tuple[Inflated, LibraryPlan]]) -> dict[str, Spliced]:
         """Patch and splice every changed member, in two halves on two cores."""
         self._require_space(sum(item.member.size for item, _plan in changed.values()),
                             f"for the patched copies of {len(changed)} members")
@@ -414,7 +389,7 @@ class _WheelJob:
 
         number = {job[0]: count for count, job in enumerate(jobs, 1)}
 
-        def patch(job: tuple[str, _Inflated, LibraryPlan, ScratchFile]) -> _Spliced:
+        def patch(job: tuple[str, Inflated, LibraryPlan, ScratchFile]) -> Spliced:
             name, item, plan, patched = job
             self.progress(f"fixing {number[name]}/{len(jobs)} {name}")
             try:
@@ -423,8 +398,8 @@ class _WheelJob:
                 if error.path == name:
                     raise error.relabelled(archive.label(item.member)) from None
                 raise
-            return _splice(archive, item, patched, plan, rows[name],
-                           fresh[0] if os.getpid() == owner else fresh[1])
+            return splice_member(archive, item, patched, plan, rows[name],
+                                 fresh[0] if os.getpid() == owner else fresh[1])
 
         spliced = in_two_halves(jobs, lambda job: job[1].member.size, patch)
         for _name, item, _plan, _patched in jobs:
@@ -461,173 +436,3 @@ class _WheelJob:
         self.progress("verifying")
         verify_wheel(staged, source, self.destination, outputs, record_name, record_text,
                      self.progress)
-
-
-
-# -- reading a member -----------------------------------------------------------------
-
-def _inflate_cost(member: ZipMember) -> int:
-    """How long inflating a member takes, roughly: its size, and more for what was squeezed
-    more (back-references cost more than literals)."""
-    return 2 * member.size - min(member.compressed_size, member.size)
-
-
-def _inflate_member(archive: ZipArchive, member: ZipMember, row: RecordEntry,
-                    scratch: ScratchFile) -> BlockStarts | None:
-    """The member's content into ``scratch``, checked against its CRC-32 and RECORD row;
-    its deflate block starts (None when it is not deflated or zlib is not at hand)."""
-    check_readable(archive, member)
-    hasher = row.hasher(archive.label(member), member.name)
-    starts = BlockStarts() if member.method == METHOD_DEFLATED and \
-        block_inflate_available() else None
-    crc32 = deflate_module().crc32
-    crc = 0
-    try:
-        chunks: Iterator[bytes | memoryview]
-        if starts is not None:
-            from elfpatch.deflate_splice import inflate_blocks
-
-            chunks = inflate_blocks(archive.raw_chunks(member), member.size, starts)
-        else:
-            chunks = archive.decoded_chunks(member)
-        for chunk in chunks:
-            hasher.update(chunk)
-            crc = crc32(chunk, crc)
-            write_all(scratch.fd, chunk)
-    except InflateError as error:
-        reason = f"corrupt compressed data ({error.reason})" if error.corrupt else error.reason
-        raise archive.error(member, reason) from None
-    if crc != member.crc:
-        raise archive.error(member, "CRC-32 does not match the content")
-    if not row.matches(hasher, member.size):
-        raise InputError(archive.label(member), "broken RECORD: the hash or size does not match "
-                         "the content")
-    return starts
-
-
-
-# -- a changed member ------------------------------------------------------------------
-
-def _splice(archive: ZipArchive, item: _Inflated, patched: ScratchFile, plan: LibraryPlan,
-            row: RecordEntry, fresh: ScratchFile) -> _Spliced:
-    """The new compressed stream of a patched member, inflated once to prove it.
-
-    The new stream must inflate to exactly the patched (and verified) file;
-    what it inflates to is what RECORD's new hash is computed from.
-    """
-    member = item.member
-    label = archive.label(member)
-    _rescan(patched, plan, label)
-    hasher = row.hasher(label, member.name)
-    stored = member.method == METHOD_STORED
-    changed, crc = _compare(item.scratch.fd, patched.fd, member.size,
-                            hasher if stored else None)
-    if stored:  # stays stored: the patched file is the data
-        pieces: tuple[Piece, ...] = ((patched.fd, 0, member.size),) if member.size else ()
-    else:
-        if item.starts is not None:
-            segments = splice_plan(item.starts, member.size, member.compressed_size * 8, changed)
-        else:
-            segments = [Fresh(0, member.size, None)]
-        pieces = tuple(build_stream(segments, (archive.fd, member.data_offset), patched.fd,
-                                    fresh.fd))
-        _prove_stream(pieces, patched.fd, member.size, hasher, label)
-    size = sum(len(p) if isinstance(p, bytes) else p[2] for p in pieces)
-    method = METHOD_STORED if stored else METHOD_DEFLATED
-    output = OutputMember(member, method, crc, size, member.size, pieces)
-    return _Spliced(output, hash_text(hasher))
-
-
-def _prove_stream(pieces: tuple[Piece, ...], expected: int, size: int,
-                  hasher: hashlib._Hash, label: str) -> None:
-    """The new stream inflates to the bytes of ``expected``; ``hasher`` is fed them."""
-    offset = 0
-    failures: tuple[type[BaseException], ...] = (*decode_failures(), ValueError)
-    try:
-        for chunk in inflate_raw(piece_bytes(pieces), size):
-            if os.pread(expected, len(chunk), offset) != chunk:
-                raise ValueError(f"it differs from the fixed library from byte {offset} on")
-            hasher.update(chunk)
-            offset += len(chunk)
-    except failures as error:
-        raise VerificationError(label, f"the member's new deflate stream does not inflate to "
-                                f"the fixed library ({error}); nothing was written") from None
-
-
-def _compare(old: int, new: int, size: int,
-             hasher: hashlib._Hash | None) -> tuple[list[tuple[int, int]], int]:
-    """The byte ranges where ``new`` differs from ``old`` (to ``_COMPARE_GRAIN``), and
-    ``new``'s CRC-32; ``hasher``, if any, is fed ``new``."""
-    crc32 = deflate_module().crc32
-    changed: list[tuple[int, int]] = []
-    crc = 0
-    for offset in range(0, size, _COMPARE_CHUNK):
-        after = os.pread(new, _COMPARE_CHUNK, offset)
-        before = os.pread(old, _COMPARE_CHUNK, offset)
-        if len(after) != min(_COMPARE_CHUNK, size - offset) or len(before) != len(after):
-            raise OSError("a scratch file is shorter than the member")
-        if hasher is not None:
-            hasher.update(after)
-        crc = crc32(after, crc)
-        if after != before:
-            changed.extend(_changed_grains(before, after, offset))
-    return _coalesced(changed), crc
-
-
-def _changed_grains(before: bytes, after: bytes, base: int) -> Iterator[tuple[int, int]]:
-    for start in range(0, len(after), _COMPARE_GRAIN):
-        end = start + _COMPARE_GRAIN
-        if before[start:end] != after[start:end]:
-            yield base + start, base + min(end, len(after))
-
-
-def _coalesced(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    merged: list[tuple[int, int]] = []
-    for start, end in ranges:
-        if merged and start <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
-        else:
-            merged.append((start, end))
-    return merged
-
-
-def _rescan(patched: ScratchFile, plan: LibraryPlan, label: str) -> None:
-    """Read the fixed member again: no planned symbol may still be UNIQUE."""
-    planned = {change.name for change in plan.changes}
-    try:
-        with ElfFile.open(patched.path) as elf:
-            left = {table.name(i) for table in symbol_tables(elf) for i in table.unique_indices()}
-    except ElfpatchError as error:
-        raise VerificationError(label, f"the fixed member does not read back: {error.reason}"
-                                ) from None
-    except PARSE_FAILURES as error:
-        raise CorruptElfError(label, f"the fixed member does not read back ({error})") from None
-    still = sorted(planned & left)
-    if still:
-        raise VerificationError(label, f"{len(still)} planned symbols are still UNIQUE in the "
-                                f"fixed member (first: {still[0]}); nothing was written")
-
-
-# -- RECORD ---------------------------------------------------------------------------
-
-def _new_record(text: str, record: ZipMember, digests: dict[str, str],
-                sizes: dict[str, int]) -> str:
-    """RECORD with the new rows of changed members and without signatures' rows."""
-    lines = []
-    for path, digest, size in parse_record(text, record.name):
-        if is_signature(path):
-            continue
-        if path in digests:
-            digest, size = digests[path], str(sizes[path])
-        lines.append(record_line(path, digest, size))
-    return "\n".join(lines) + "\n"
-
-
-def _record_output(entry: ZipMember, text: str) -> OutputMember:
-    data = text.encode("utf-8")
-    crc = zlib.crc32(data)
-    if entry.method == METHOD_STORED:
-        return OutputMember(entry, METHOD_STORED, crc, len(data), len(data), (data,))
-    compressor = zlib.compressobj(6, zlib.DEFLATED, -15)
-    packed = compressor.compress(data) + compressor.flush()
-    return OutputMember(entry, METHOD_DEFLATED, crc, len(packed), len(data), (packed,))

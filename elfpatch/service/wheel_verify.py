@@ -20,13 +20,13 @@ import os
 from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 
-from elfpatch.deflate_splice import Piece, piece_bytes
 from elfpatch.errors import ElfpatchError, InputError
 from elfpatch.patch.verify import VerificationError
 from elfpatch.service.halves import in_two_halves
-from elfpatch.wheel import RecordEntry, is_signature
-from elfpatch.wheel_write import OutputMember
-from elfpatch.zipread import ZipArchive, ZipMember, open_zip
+from elfpatch.wheel.deflate_splice import Piece, piece_bytes
+from elfpatch.wheel.read import RecordEntry, is_signature
+from elfpatch.wheel.write import OutputMember
+from elfpatch.wheel.zipread import ZipArchive, ZipMember, open_zip
 
 Progress = Callable[[str], None]
 

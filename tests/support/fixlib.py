@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 from elfpatch.fixtures import build
 
-from elfpatch.regular_file import TEMPORARY_MARK
+from elfpatch.base.regular_file import TEMPORARY_MARK
 
 from .build import invoke, remove_section_headers, require_tool
 from .tools import require_module

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import re
 
-from elfpatch.cxxnames import function_path
-from elfpatch.demangle import demangle
+from elfpatch.cxx.demangle import demangle
+from elfpatch.cxx.names import function_path
 
 # Functions whose first argument is a destructor and (but for atexit) second its object.
 ATEXIT_FUNCTIONS = frozenset({"__cxa_atexit", "atexit", "__cxa_thread_atexit_impl",

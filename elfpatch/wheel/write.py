@@ -16,9 +16,9 @@ import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from elfpatch.deflate_splice import Piece
-from elfpatch.regular_file import copy_bytes
-from elfpatch.zipread import (
+from elfpatch.base.regular_file import copy_bytes
+from elfpatch.wheel.deflate_splice import Piece
+from elfpatch.wheel.zipread import (
     CENTRAL_HEADER,
     CENTRAL_SIGNATURE,
     END_RECORD,

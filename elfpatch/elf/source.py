@@ -10,12 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from elfpatch.base.regular_file import FileIdentity, identity_of
 from elfpatch.elf.constants import ELF_MAGIC
 from elfpatch.elf.file import ElfFile
 from elfpatch.errors import InputError
-from elfpatch.regular_file import FileIdentity, identity_of
-from elfpatch.wheel import open_archive, open_member
-from elfpatch.zipread import ZipArchive
+from elfpatch.wheel.read import open_archive, open_member
+from elfpatch.wheel.zipread import ZipArchive
 
 
 @dataclass(frozen=True)

@@ -20,11 +20,11 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from elfpatch.base.regular_file import TEMPORARY_MARK, require_space, write_all
 from elfpatch.elf.constants import ELF_MAGIC
 from elfpatch.elf.file import ElfFile
 from elfpatch.errors import InputError
-from elfpatch.regular_file import TEMPORARY_MARK, require_space, write_all
-from elfpatch.zipread import ZipArchive, ZipMember, open_zip, printable_name
+from elfpatch.wheel.zipread import ZipArchive, ZipMember, open_zip, printable_name
 
 # Members up to this size are decoded into memory; larger ones into a file.
 IN_MEMORY_LIMIT = 64 << 20
@@ -109,7 +109,6 @@ def spill_file(directory: Path) -> int:
                                             dir=directory)
         Path(name).unlink()
         return descriptor
-
 
 
 # -- RECORD ------------------------------------------------------------------

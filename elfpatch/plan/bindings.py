@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from elfpatch.analysis.crosslib import SharedUse
-from elfpatch.demangle import demangle
+from elfpatch.cxx.demangle import demangle
 from elfpatch.elf.symbols import DYNSYM
 from elfpatch.errors import UsageError
 

@@ -32,8 +32,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Protocol
 
+from elfpatch.base.regular_file import cannot_open, open_regular_descriptor
 from elfpatch.errors import InputError
-from elfpatch.regular_file import cannot_open, open_regular_descriptor
 
 LOCAL_SIGNATURE = b"PK\x03\x04"
 CENTRAL_SIGNATURE = b"PK\x01\x02"

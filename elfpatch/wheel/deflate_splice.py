@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from types import ModuleType
 
-from elfpatch.regular_file import write_all
+from elfpatch.base.regular_file import write_all
 
 WINDOW = 32768  # how far back a deflate block may reach
 EMPTY_STORED = b"\x00\x00\xff\xff"  # LEN and NLEN of an empty stored block
@@ -85,7 +85,7 @@ class _ZStream(ctypes.Structure):
 
 @cache
 def _libz() -> ctypes.CDLL | None:
-    from elfpatch.demangle import open_trusted_library
+    from elfpatch.cxx.demangle import open_trusted_library
 
     library = open_trusted_library("libz.so.1")
     if library is None:
