@@ -31,7 +31,10 @@ from typing import NamedTuple
 # this one, whose writes through it are then not this object's constructions.
 # GUARD: __cxa_guard_acquire (subject True) or __cxa_guard_release (False), between
 # which a function-local static is built on its first use.
-READ, WRITE, ADDRESS, PASS, PASS_FOREIGN, UNKNOWN_PASS, CALL, ATEXIT, HOOK, GUARD = range(10)
+# KEYED: a call passed a constant key (a ``KeyedCall``): a string literal or a
+# type's type_info, what registries file entries under and look them up by.
+READ, WRITE, ADDRESS, PASS, PASS_FOREIGN, UNKNOWN_PASS, CALL, ATEXIT, HOOK, GUARD, KEYED = \
+    range(11)
 Event = tuple  # (int, str | int | AtExit, int | None, int)
 
 # What a function does with one of its pointer parameters (bits): reads
@@ -71,6 +74,16 @@ class AtExit:
     destructor_address: int | None = field(default=None, compare=False)
 
 
+class KeyedCall(NamedTuple):
+    """A call passed a constant key: ``string:<text>`` (a string literal's text, the
+    same in every object) or ``type:<_ZTI…>`` (a type_info, by its symbol)."""
+
+    function: str  # the function called: its symbol, else its address (``0x…``)
+    key: str
+    position: int  # the argument that holds the key
+    address: int | None  # where the function is in this object; None: another object's
+
+
 @dataclass(frozen=True)
 class Effects:
     writes: tuple[str, ...]  # globals defined here that the code writes or constructs
@@ -96,6 +109,11 @@ class Effects:
     # In a file without symbols: the bare addresses (``@0x…``, ``^0x…``) each function
     # followed touches, the evidence of which belong to one object (``object_keys``).
     groups: tuple[tuple[str, ...], ...] = ()
+    # Calls passed a constant key, in program order (registrations and look-ups).
+    keyed_calls: tuple[KeyedCall, ...] = ()
+    # Globals written outside a function-local static's construction: an entry added
+    # to a registry, a member store; not the first-use construction itself.
+    updates: tuple[str, ...] = ()
 
     def written_first(self, symbol: str) -> bool | None:
         """Whether the first touch of ``symbol`` writes it (None: never touched)."""
@@ -117,10 +135,19 @@ class FunctionSummary:
     ios_init: bool = False
     stopped: dict[str, None] = field(default_factory=dict)
     callees: dict[int, None] = field(default_factory=dict)  # functions to follow
+    # The global's address every return hands back (None: not one known address).
+    returned: int | None = None
+    returns_seen: bool = False
 
     @property
     def complete(self) -> bool:
         return not self.stopped
+
+    def note_return(self, address: int | None) -> None:
+        if not self.returns_seen:
+            self.returned, self.returns_seen = address, True
+        elif address != self.returned:
+            self.returned = None
 
     def stop(self, reason: str) -> None:
         self.stopped[reason] = None
@@ -168,6 +195,8 @@ class Collector:
         self.atexit: dict[AtExit, None] = {}
         self.hooks: dict[int, None] = {}
         self.lazy: dict[str, None] = {}
+        self.keyed: dict[KeyedCall, None] = {}
+        self.updates: dict[str, None] = {}
         self.guarded = 0  # how many guards are held where the events are
         self.expanded: dict[int, None] = {}  # in the order they were met
 
@@ -202,6 +231,8 @@ class Collector:
                 self.hooks.setdefault(subject, None)
             elif kind == GUARD:
                 self.guarded = self.guarded + 1 if subject else max(self.guarded - 1, 0)
+            elif kind == KEYED:
+                self.keyed.setdefault(subject, None)
 
     def pass_on(self, symbol: str, use: int, foreign: bool) -> None:
         """A pointer passed to a function of this object that uses it so; another
@@ -231,6 +262,8 @@ class Collector:
     def write(self, symbol: str) -> None:
         if self.guarded:
             self.lazy.setdefault(symbol, None)
+        else:
+            self.updates.setdefault(symbol, None)
         self.writes.setdefault(symbol, None)
         self.first.setdefault(symbol, True)
 
@@ -250,7 +283,8 @@ class Collector:
                        tuple(a for a in self.addresses if a not in touched),
                        tuple(self.passed), tuple(self.first.items()), tuple(stopped),
                        tuple(self.hooks), tuple(self.pending), tuple(self.lazy),
-                       tuple(group for group in groups if group))
+                       tuple(group for group in groups if group), tuple(self.keyed),
+                       tuple(self.updates))
 
 
 def _bare_keys(events: Iterable[Event]) -> tuple[str, ...]:
@@ -277,6 +311,7 @@ def settle(effects: Effects, use: PendingUse) -> Effects:
     collector.passed = dict.fromkeys(effects.passed)
     collector.first = dict(effects.first_access)
     collector.lazy = dict.fromkeys(effects.lazy)
+    collector.updates = dict.fromkeys(effects.updates)
     for symbol, callee, position, foreign, guarded in effects.pending:
         found = use(symbol, callee, position, foreign)
         collector.guarded = int(guarded)
@@ -286,7 +321,7 @@ def settle(effects: Effects, use: PendingUse) -> Effects:
         effects, writes=tuple(collector.writes), reads=tuple(collector.reads),
         addresses=tuple(a for a in collector.addresses if a not in touched),
         passed=tuple(collector.passed), first_access=tuple(collector.first.items()),
-        pending=(), lazy=tuple(collector.lazy))
+        pending=(), lazy=tuple(collector.lazy), updates=tuple(collector.updates))
 
 
 # -- objects known by address -----------------------------------------------------------
@@ -382,4 +417,4 @@ def rekeyed(effects: Effects, keys: dict[str, str]) -> Effects:
         atexit=tuple(dataclasses.replace(r, object=keys.get(r.object, r.object))
                      if r.object else r for r in effects.atexit),
         pending=tuple((keys.get(p[0], p[0]), *p[1:]) for p in effects.pending),
-        lazy=each(effects.lazy), groups=())
+        lazy=each(effects.lazy), updates=each(effects.updates), groups=())

@@ -90,6 +90,7 @@ _X86_STRING_OPERAND = re.compile(r"\[[re][sd]i\]")
 
 class X86Walk(FunctionWalk):
     ARGUMENTS = ("rdi", "rsi", "rdx", "rcx", "r8", "r9")
+    RESULT = "rax"
     CALLER_SAVED = frozenset({"rax", "rcx", "rdx", "rsi", "rdi", "r8", "r9", "r10", "r11"})
 
     @staticmethod
@@ -238,6 +239,10 @@ class X86Walk(FunctionWalk):
         return True
 
     def on_stop(self, following: int, operands: str) -> bool:
+        return False
+
+    def on_return(self, following: int, operands: str) -> bool:
+        self.returns()
         return False
 
     def on_conditional(self, following: int, operands: str) -> bool:
@@ -451,6 +456,7 @@ X86Walk.HANDLERS = {
     "movsxd": X86Walk.on_movsxd,
     **dict.fromkeys(_X86_CONDITIONAL, X86Walk.on_conditional),
     **dict.fromkeys(_X86_STOPS, X86Walk.on_stop),
+    **dict.fromkeys(("ret", "bnd ret"), X86Walk.on_return),
 }
 
 
