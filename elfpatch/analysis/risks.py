@@ -74,6 +74,10 @@ class Risk:
     object_address: int | None = None
     reader_address: int | None = None
     constructed_by_address: int | None = None
+    # registration-order: the key looked up and registered (``string:<text>`` or
+    # ``type:<_ZTI…>``), and the object that registers it when it is another one.
+    key: str | None = None
+    registered_in: str | None = None
 
 
 @dataclass(frozen=True)
