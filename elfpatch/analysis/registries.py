@@ -100,7 +100,8 @@ def roles_in_object(analyzer: EffectsAnalyzer, definer: str,
     groups = [*(group for effects in every for group in effects.groups),
               *((key,) for effects in every for key in effects_keys(effects))]
     written = {key for effects in every for key in (*effects.writes, *effects.passed)}
-    keys = object_keys(groups, written)
+    destroyed = {r.object for effects in every for r in effects.atexit if r.object}
+    keys = object_keys(groups, written, destroyed)
     return {address: role_of(definer, rekeyed(effects, keys), analyzer.index.data_label)
             for address, effects in found.items()}
 

@@ -333,7 +333,8 @@ MEMBER_REACH = 64
 READ_MEMBER_REACH = 32
 
 
-def object_keys(groups: Iterable[Iterable[str]], written: Iterable[str] = ()) -> dict[str, str]:
+def object_keys(groups: Iterable[Iterable[str]], written: Iterable[str] = (),
+                destroyed: Iterable[str] = ()) -> dict[str, str]:
     """Bare addresses of a file without symbols (``@0x…``, ``^0x…``), each placed in an
     object.  ``groups``: the keys each function touches (``Effects.groups``).
 
@@ -358,6 +359,8 @@ def object_keys(groups: Iterable[Iterable[str]], written: Iterable[str] = ()) ->
     for piece in pieces:
         for address in piece:
             by_address.setdefault(address, []).append(piece)
+    anchors = _object_starts(anchors, by_address,
+                             {int(key[1:], 16) for key in destroyed if key[:1] in _MARKS})
     placed = {}
     for keys in marked:
         for key in keys:
@@ -372,6 +375,22 @@ def object_keys(groups: Iterable[Iterable[str]], written: Iterable[str] = ()) ->
                 start = address
             placed[key] = f"{start:#x}"
     return placed
+
+
+def _object_starts(anchors: list[int], by_address: dict[int, list[list[int]]],
+                   destroyed: set[int]) -> list[int]:
+    """The anchors that start objects.  One within ``MEMBER_REACH`` past another that
+    some one function touches together with it is that object's member taken as
+    a pointer (a map's header handed to the insertion, a string member built in
+    place), unless its own destructor is registered (``destroyed``): then it is
+    an object of its own (two strings side by side, built by one initializer)."""
+    starts: list[int] = []
+    for address in anchors:
+        if starts and address - starts[-1] < MEMBER_REACH and address not in destroyed \
+                and any(_touches(piece, starts[-1]) for piece in by_address[address]):
+            continue
+        starts.append(address)
+    return starts
 
 
 def _touches(piece: list[int], address: int) -> bool:
