@@ -164,6 +164,9 @@ class ReplayIndex:
     def constant_key(self, address: int) -> str | None:
         return None  # the rows pin no registry keys (tests/test_inits_registries.py does)
 
+    def read_only_data(self, address: int) -> bool:
+        return False  # nor stores of read-only addresses
+
     def code_at(self, address: int, limit: int) -> memoryview | None:
         offset = address - self.row.start
         if not 0 <= offset < len(self.code):

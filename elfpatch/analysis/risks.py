@@ -220,7 +220,8 @@ def order_risks(initializers: Sequence[AnalysedInitializer],
                 continue
             if symbol in own:
                 if item.inline and item.effects.written_first(symbol) is False \
-                        and symbol in registered_destructors(item):
+                        and (symbol in registered_destructors(item)
+                             or symbol in item.effects.stamped):
                     risks.append(_inline_risk(item, symbol, objects))
                 continue
             builder = built.get(symbol)

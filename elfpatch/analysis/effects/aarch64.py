@@ -212,6 +212,8 @@ class Arm64Walk(FunctionWalk):
                 and self.load_from(registers[0], base.address + offset):
             return
         self.access(base, offset or 0, read=loads, write=mnemonic.startswith("st") or read_write)
+        if mnemonic in ("str", "stur") and registers and operands.startswith("x"):
+            self.stamp(base, offset or 0, self.state.get(registers[0] or ""))
         if loads:
             self.kill(registers)
 

@@ -259,6 +259,14 @@ class AddressIndex:
         text = self._constant_text(address)
         return f"string:{text}" if text else None
 
+    def read_only_data(self, address: int) -> bool:
+        """Whether ``address`` is in data no code writes once loaded (.rodata, or what
+        RELRO seals: vtables), not in code."""
+        for seg in self.elf.segments:
+            if seg.type == C.PT_LOAD and seg.vaddr <= address < seg.vaddr + seg.memsz:
+                return not seg.flags & PF_X and not self._writable(address)
+        return False
+
     def _constant_text(self, address: int) -> str | None:
         """The printable, NUL-terminated text at ``address`` in a read-only segment."""
         for seg in self.elf.segments:

@@ -33,8 +33,10 @@ from typing import NamedTuple
 # which a function-local static is built on its first use.
 # KEYED: a call passed a constant key (a ``KeyedCall``): a string literal or a
 # type's type_info, what registries file entries under and look them up by.
-READ, WRITE, ADDRESS, PASS, PASS_FOREIGN, UNKNOWN_PASS, CALL, ATEXIT, HOOK, GUARD, KEYED = \
-    range(11)
+# STAMP: a store of an address of read-only data (a vtable, a string literal) into a
+# global: what constructors do, and counters, flags and list heads never get.
+READ, WRITE, ADDRESS, PASS, PASS_FOREIGN, UNKNOWN_PASS, CALL, ATEXIT, HOOK, GUARD, KEYED, \
+    STAMP = range(12)
 Event = tuple  # (int, str | int | AtExit, int | None, int)
 
 # What a function does with one of its pointer parameters (bits): reads
@@ -114,6 +116,8 @@ class Effects:
     # Globals written outside a function-local static's construction: an entry added
     # to a registry, a member store; not the first-use construction itself.
     updates: tuple[str, ...] = ()
+    # Globals into which the code stores an address of read-only data (``STAMP``).
+    stamped: tuple[str, ...] = ()
 
     def written_first(self, symbol: str) -> bool | None:
         """Whether the first touch of ``symbol`` writes it (None: never touched)."""
@@ -197,6 +201,7 @@ class Collector:
         self.lazy: dict[str, None] = {}
         self.keyed: dict[KeyedCall, None] = {}
         self.updates: dict[str, None] = {}
+        self.stamped: dict[str, None] = {}
         self.guarded = 0  # how many guards are held where the events are
         self.expanded: dict[int, None] = {}  # in the order they were met
 
@@ -233,6 +238,8 @@ class Collector:
                 self.guarded = self.guarded + 1 if subject else max(self.guarded - 1, 0)
             elif kind == KEYED:
                 self.keyed.setdefault(subject, None)
+            elif kind == STAMP:
+                self.stamped.setdefault(subject, None)
 
     def pass_on(self, symbol: str, use: int, foreign: bool) -> None:
         """A pointer passed to a function of this object that uses it so; another
@@ -284,7 +291,7 @@ class Collector:
                        tuple(self.passed), tuple(self.first.items()), tuple(stopped),
                        tuple(self.hooks), tuple(self.pending), tuple(self.lazy),
                        tuple(group for group in groups if group), tuple(self.keyed),
-                       tuple(self.updates))
+                       tuple(self.updates), tuple(self.stamped))
 
 
 def _bare_keys(events: Iterable[Event]) -> tuple[str, ...]:
@@ -436,4 +443,5 @@ def rekeyed(effects: Effects, keys: dict[str, str]) -> Effects:
         atexit=tuple(dataclasses.replace(r, object=keys.get(r.object, r.object))
                      if r.object else r for r in effects.atexit),
         pending=tuple((keys.get(p[0], p[0]), *p[1:]) for p in effects.pending),
-        lazy=each(effects.lazy), updates=each(effects.updates), groups=())
+        lazy=each(effects.lazy), updates=each(effects.updates),
+        stamped=each(effects.stamped), groups=())

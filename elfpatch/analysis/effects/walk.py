@@ -45,6 +45,7 @@ from elfpatch.analysis.effects.summary import (
     PASS_FOREIGN,
     READ,
     RESULT_POSITION,
+    STAMP,
     STOP_INDIRECT_CALL,
     STOP_INDIRECT_JUMP,
     STOP_UNKNOWN_INSTRUCTION,
@@ -272,6 +273,20 @@ class FunctionWalk:
         at = value.address + offset if value.exact else value.address
         key = self.index.data_key(at, anchor and at == value.address)
         return (key, True) if key is not None else None
+
+    def stamp(self, value: Value, offset: int, stored: Value | None) -> None:
+        """A store of ``stored`` at ``value + offset``: noted when it is an address of
+        read-only data (a vtable, a string literal) and the place is a global."""
+        if stored is None or stored.address is None or not stored.exact or stored.page \
+                or stored.got is not None or value.parameter is not None:
+            return
+        if not self.index.read_only_data(stored.address):
+            return
+        # Where a constructor stores a vtable or a name is most often where its object
+        # starts: in a file without symbols, that place is taken as an object's start.
+        found = self.data(value, offset, anchor=offset == 0)
+        if found is not None and found[1]:
+            self.events.append((STAMP, found[0], None, 0))
 
     def access(self, value: Value, offset: int, read: bool, write: bool) -> None:
         if value.parameter is not None:
