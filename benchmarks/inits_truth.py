@@ -5,10 +5,14 @@
 Small multi-TU programs modelled on what real projects do (a factory map
 filled by registrations, a path built from another TU's string, a plugin
 list reached through a function-local static, ids from a zero-initialized
-counter, a logger whose destructor reads another TU's string) are built with
+counter, a logger whose destructor reads another TU's string) and six modelled
+on the patterns of real projects (``MODELLED``: googletest's TEST registry,
+LLVM's cl::opt, glog/abseil string flags, protobuf's generated descriptor
+pool looked up by file name, a Meyers singleton used right, a logger behind a
+function-local static used by another global's destructor) are built with
 g++ -O2, with and without -flto, in both link orders, and each is also
 stripped (``strip --strip-unneeded``).  Each program prints ``BUG=1`` when its
-bug struck in that build, or crashes; for the destructor program, ASan's
+bug struck in that build, or crashes; for the destructor programs, ASan's
 ``heap-use-after-free`` report at exit is the oracle as well.  An error of
 ``inits --json`` on a build where the bug struck is a true positive;
 precision and recall are counted per build, for init order (and
