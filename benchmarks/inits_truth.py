@@ -5,10 +5,14 @@
 Small multi-TU programs modelled on what real projects do (a factory map
 filled by registrations, a path built from another TU's string, a plugin
 list reached through a function-local static, ids from a zero-initialized
-counter, a logger whose destructor reads another TU's string) are built with
+counter, a logger whose destructor reads another TU's string) and six modelled
+on the patterns of real projects (``MODELLED``: googletest's TEST registry,
+LLVM's cl::opt, glog/abseil string flags, protobuf's generated descriptor
+pool looked up by file name, a Meyers singleton used right, a logger behind a
+function-local static used by another global's destructor) are built with
 g++ -O2, with and without -flto, in both link orders, and each is also
 stripped (``strip --strip-unneeded``).  Each program prints ``BUG=1`` when its
-bug struck in that build, or crashes; for the destructor program, ASan's
+bug struck in that build, or crashes; for the destructor programs, ASan's
 ``heap-use-after-free`` report at exit is the oracle as well.  An error of
 ``inits --json`` on a build where the bug struck is a true positive;
 precision and recall are counted per build, for init order (and
@@ -30,11 +34,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+# What a program's bug is about: the order initializers run in (registrations
+# included), or the order destructors run in at exit (ASan is its oracle too).
+ORDER, DESTRUCTION = "order", "destruction"
+
 
 @dataclass(frozen=True)
 class Program:
     orders: tuple[tuple[str, ...], ...]
     sources: dict[str, str]
+    kind: str = ORDER
 
 
 @dataclass(frozen=True)
@@ -43,10 +52,7 @@ class Outcome:
     build: str  # link order, -flto or not, stripped or not
     struck: bool  # what the run showed
     errors: int  # what inits reported
-
-
-# A program whose bug is in its destructors: ASan is its oracle too.
-DESTRUCTION = "dtor"
+    kind: str = ORDER
 
 PROGRAMS: dict[str, Program] = {
     "dtor": Program(
@@ -66,6 +72,7 @@ PROGRAMS: dict[str, Program] = {
             ),
             "main.cpp": ("int main() { return 0; }\n"),
         },
+        kind=DESTRUCTION,
     ),
     "factory": Program(
         orders=(
@@ -173,18 +180,257 @@ PROGRAMS: dict[str, Program] = {
 }
 
 
+# Programs modelled on the patterns of real projects (each multi-TU, each kept as
+# small as the pattern allows; the names say which project's pattern).
+MODELLED: dict[str, Program] = {
+    # googletest: TEST() registers each test from an initializer; here into a global
+    # UnitTest whose own constructor runs later in one link order.
+    "gtest": Program(
+        orders=(
+            ("testing.cpp", "math_test.cpp", "string_test.cpp", "main.cpp"),
+            ("math_test.cpp", "string_test.cpp", "testing.cpp", "main.cpp"),
+        ),
+        sources={
+            "testing.h": (
+                "#include <string>\n#include <vector>\n"
+                "struct TestInfo { std::string name; void (*body)(); };\n"
+                "struct UnitTest {\n"
+                "    std::vector<TestInfo> tests;\n"
+                "    UnitTest() { tests.reserve(4); }\n"
+                "};\n"
+                "extern UnitTest unit_test;\n"
+                "bool RegisterTest(const char* name, void (*body)());\n"
+                "#define TEST(name) static void name##_body();"
+                " static bool name##_registered = RegisterTest(#name, name##_body);"
+                " static void name##_body()\n"
+            ),
+            "testing.cpp": (
+                '#include "testing.h"\n'
+                "UnitTest unit_test;\n"
+                "bool RegisterTest(const char* name, void (*body)()) {\n"
+                "    unit_test.tests.push_back({name, body});\n"
+                "    return true;\n"
+                "}\n"
+            ),
+            "math_test.cpp": ('#include "testing.h"\nTEST(Adds) {}\nTEST(Subtracts) {}\n'),
+            "string_test.cpp": ('#include "testing.h"\nTEST(Concats) {}\n'),
+            "main.cpp": (
+                '#include "testing.h"\n#include <cstdio>\n'
+                'int main() { std::printf("BUG=%d\\n", unit_test.tests.size() == 3 ? 0 : 1); }\n'
+            ),
+        },
+    ),
+    # LLVM cl::opt: each option registers itself into a list reached through a
+    # function-local static (right in any order); another TU's initializer reads an
+    # option's value, which is built by its own TU's initializer.
+    "clopt": Program(
+        orders=(
+            ("stats.cpp", "passes.cpp", "CommandLine.cpp", "main.cpp"),
+            ("passes.cpp", "stats.cpp", "CommandLine.cpp", "main.cpp"),
+        ),
+        sources={
+            "CommandLine.h": (
+                "#include <vector>\n"
+                "namespace cl {\n"
+                "struct Option;\n"
+                "std::vector<Option*>& RegisteredOptions();\n"
+                "struct Option {\n"
+                "    const char* name; int value;\n"
+                "    Option(const char* n, int v) : name(n), value(v) {"
+                " RegisteredOptions().push_back(this); }\n"
+                "};\n"
+                "}\n"
+            ),
+            "CommandLine.cpp": (
+                '#include "CommandLine.h"\n'
+                "std::vector<cl::Option*>& cl::RegisteredOptions() {\n"
+                "    static std::vector<cl::Option*> options;\n"
+                "    return options;\n"
+                "}\n"
+            ),
+            "passes.cpp": ('#include "CommandLine.h"\ncl::Option Threshold("threshold", 7);\n'),
+            "stats.cpp": (
+                '#include "CommandLine.h"\n'
+                "extern cl::Option Threshold;\n"
+                "int limit = Threshold.value * 2;\n"
+            ),
+            "main.cpp": (
+                '#include "CommandLine.h"\n#include <cstdio>\n'
+                "extern int limit;\n"
+                "int main() {\n"
+                '    std::printf("BUG=%d\\n", (limit == 14 && cl::RegisteredOptions().size() == 1)'
+                " ? 0 : 1);\n"
+                "}\n"
+            ),
+        },
+    ),
+    # glog/abseil flags: DEFINE_string defines a std::string flag and registers it
+    # (registry behind a function-local static); another TU builds a path from it.
+    "flags": Program(
+        orders=(
+            ("logging.cpp", "log_flags.cpp", "flags.cpp", "main.cpp"),
+            ("log_flags.cpp", "logging.cpp", "flags.cpp", "main.cpp"),
+        ),
+        sources={
+            "flags.h": (
+                "#include <map>\n#include <string>\n"
+                "struct FlagRegisterer { FlagRegisterer(const char* name, std::string* flag); };\n"
+                "std::map<std::string, std::string*>& FlagRegistry();\n"
+                "#define DEFINE_string(name, value) std::string FLAGS_##name = value;"
+                " static FlagRegisterer name##_registerer(#name, &FLAGS_##name)\n"
+            ),
+            "flags.cpp": (
+                '#include "flags.h"\n'
+                "std::map<std::string, std::string*>& FlagRegistry() {\n"
+                "    static std::map<std::string, std::string*> flags;\n"
+                "    return flags;\n"
+                "}\n"
+                "FlagRegisterer::FlagRegisterer(const char* name, std::string* flag) {\n"
+                "    FlagRegistry()[name] = flag;\n"
+                "}\n"
+            ),
+            "log_flags.cpp": ('#include "flags.h"\nDEFINE_string(log_dir, "/var/log/app");\n'),
+            "logging.cpp": (
+                "#include <string>\n"
+                "extern std::string FLAGS_log_dir;\n"
+                'std::string log_file = FLAGS_log_dir + "/app.log";\n'
+            ),
+            "main.cpp": (
+                '#include "flags.h"\n#include <cstdio>\n'
+                "extern std::string log_file;\n"
+                "int main() {\n"
+                '    std::printf("BUG=%d\\n", log_file == "/var/log/app/app.log" ? 0 : 1);\n'
+                "}\n"
+            ),
+        },
+    ),
+    # protobuf: each generated file adds its descriptor to the generated pool (behind a
+    # function-local static) under its file name; reflection code looks it up by name.
+    "protobuf": Program(
+        orders=(
+            ("reflection.cpp", "addressbook_pb.cpp", "pool.cpp", "main.cpp"),
+            ("addressbook_pb.cpp", "reflection.cpp", "pool.cpp", "main.cpp"),
+        ),
+        sources={
+            "pool.h": (
+                "void AddDescriptors(const char* file, const char* data);\n"
+                "const char* FindFileByName(const char* file);\n"
+            ),
+            "pool.cpp": (
+                '#include "pool.h"\n#include <map>\n#include <string>\n'
+                "struct DescriptorPool { std::map<std::string, const char*> files; };\n"
+                "static DescriptorPool& generated_pool() {\n"
+                "    static DescriptorPool pool;\n"
+                "    return pool;\n"
+                "}\n"
+                "void AddDescriptors(const char* file, const char* data) {\n"
+                "    generated_pool().files[file] = data;\n"
+                "}\n"
+                "const char* FindFileByName(const char* file) {\n"
+                "    auto& files = generated_pool().files;\n"
+                "    auto found = files.find(file);\n"
+                "    return found == files.end() ? nullptr : found->second;\n"
+                "}\n"
+            ),
+            "addressbook_pb.cpp": (
+                '#include "pool.h"\n'
+                'static bool added = (AddDescriptors("addressbook.proto", "message Person {}"),'
+                " true);\n"
+            ),
+            "reflection.cpp": (
+                '#include "pool.h"\n'
+                'static const char* person = FindFileByName("addressbook.proto");\n'
+                "const char* person_schema() { return person; }\n"
+            ),
+            "main.cpp": (
+                "#include <cstdio>\n"
+                "const char* person_schema();\n"
+                'int main() { std::printf("BUG=%d\\n", person_schema() ? 0 : 1); }\n'
+            ),
+        },
+    ),
+    # A Meyers singleton used from other TUs' initializers: right in every order, and
+    # nothing may be reported.
+    "singleton": Program(
+        orders=(
+            ("config.cpp", "user_a.cpp", "user_b.cpp", "main.cpp"),
+            ("user_b.cpp", "user_a.cpp", "config.cpp", "main.cpp"),
+        ),
+        sources={
+            "config.h": (
+                "#include <string>\n"
+                "struct Config { std::string name = std::string(\"app-\") + \"main\";"
+                " int level = 3; };\n"
+                "Config& config();\n"
+            ),
+            "config.cpp": (
+                '#include "config.h"\n'
+                "Config& config() { static Config c; return c; }\n"
+            ),
+            "user_a.cpp": ('#include "config.h"\nint a_level = config().level + 1;\n'),
+            "user_b.cpp": ('#include "config.h"\nstd::string b_name = config().name + "-b";\n'),
+            "main.cpp": (
+                '#include "config.h"\n#include <cstdio>\n'
+                "extern int a_level;\nextern std::string b_name;\n"
+                'int main() { std::printf("BUG=%d\\n", (a_level == 4 && b_name == "app-main-b")'
+                " ? 0 : 1); }\n"
+            ),
+        },
+    ),
+    # A logger behind a function-local static, used by another global's destructor:
+    # the logger is destroyed first when it was first used after that global was built.
+    "exitlog": Program(
+        orders=(
+            ("startup.cpp", "cache.cpp", "logger.cpp", "main.cpp"),
+            ("cache.cpp", "startup.cpp", "logger.cpp", "main.cpp"),
+        ),
+        sources={
+            "logger.h": (
+                "#include <string>\n"
+                "struct Logger {\n"
+                "    bool alive = true;\n"
+                "    std::string prefix = std::string(40, 'p');\n"
+                "    ~Logger();\n"
+                "};\n"
+                "Logger& logger();\n"
+            ),
+            "logger.cpp": (
+                '#include "logger.h"\n'
+                "Logger::~Logger() { alive = false; }\n"
+                "Logger& logger() { static Logger l; return l; }\n"
+            ),
+            "startup.cpp": (
+                '#include "logger.h"\n#include <cstdio>\n'
+                'static int started = (std::printf("start %zu\\n", logger().prefix.size()), 0);\n'
+            ),
+            "cache.cpp": (
+                '#include "logger.h"\n#include <cstdio>\n'
+                "struct Cache { ~Cache(); } cache;\n"
+                "Cache::~Cache() {\n"
+                "    Logger& log = logger();\n"
+                '    std::printf("BUG=%d\\n", (log.alive && log.prefix.size() == 40) ? 0 : 1);\n'
+                "}\n"
+            ),
+            "main.cpp": ("int main() { return 0; }\n"),
+        },
+        kind=DESTRUCTION,
+    ),
+}
+PROGRAMS.update(MODELLED)
+
+
 def run(command: Sequence[str], **options: object) -> subprocess.CompletedProcess[str]:
     return subprocess.run(command, capture_output=True, text=True, check=False, **options)  # type: ignore[call-overload]
 
 
 def struck(
-    program: str, folder: Path, order: Sequence[str], flags: list[str], executable: Path
+    program: Program, folder: Path, order: Sequence[str], flags: list[str], executable: Path
 ) -> bool:
     """Whether the bug struck in this build: it says so, or it crashes."""
     ran = run([str(executable)])
     if "BUG=1" in ran.stdout or ran.returncode != 0:
         return True
-    if program != DESTRUCTION:
+    if program.kind != DESTRUCTION:
         return False
     checked = executable.with_name(executable.name + "_asan")
     run(
@@ -213,13 +459,14 @@ def measure(name: str, program: Program, work: Path, elfpatch: list[str]) -> lis
             built = run(["g++", *flags, "-o", str(executable), *order], cwd=folder)
             if built.returncode != 0:
                 raise SystemExit(built.stderr)
-            seen = struck(name, folder, order, flags, executable)
+            seen = struck(program, folder, order, flags, executable)
             stripped = executable.with_name(executable.name + "_stripped")
             shutil.copy(executable, stripped)
             run(["strip", "--strip-unneeded", str(stripped)])
             outcomes += [
-                Outcome(name, label, seen, errors(elfpatch, executable)),
-                Outcome(name, f"{label} stripped", seen, errors(elfpatch, stripped)),
+                Outcome(name, label, seen, errors(elfpatch, executable), program.kind),
+                Outcome(name, f"{label} stripped", seen, errors(elfpatch, stripped),
+                        program.kind),
             ]
     return outcomes
 
@@ -260,14 +507,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         ]
     for outcome in outcomes:
         print(
-            f"{outcome.program:10s} {outcome.build:24s} struck={int(outcome.struck)} "
+            f"{outcome.program:12s} {outcome.build:24s} struck={int(outcome.struck)} "
             f"errors={outcome.errors}"
         )
-    order = [o for o in outcomes if o.program != DESTRUCTION]
+    order = [o for o in outcomes if o.kind == ORDER]
     print("init order and registrations:", score(order))
     print("  stripped builds:", score([o for o in order if "stripped" in o.build]))
     print("  -flto builds:", score([o for o in order if "-flto" in o.build]))
-    print("destruction order:", score([o for o in outcomes if o.program == DESTRUCTION]))
+    print("destruction order:", score([o for o in outcomes if o.kind == DESTRUCTION]))
     return 0
 
 

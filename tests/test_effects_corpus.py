@@ -161,6 +161,12 @@ class ReplayIndex:
         found = self._answer(self.row.functions, address, "function")
         return tuple(found) if found is not None else None
 
+    def constant_key(self, address: int) -> str | None:
+        return None  # the rows pin no registry keys (tests/test_inits_registries.py does)
+
+    def read_only_data(self, address: int) -> bool:
+        return False  # nor stores of read-only addresses
+
     def code_at(self, address: int, limit: int) -> memoryview | None:
         offset = address - self.row.start
         if not 0 <= offset < len(self.code):
@@ -197,6 +203,9 @@ class CorpusAnalyzer(EffectsAnalyzer):
         self.index = index
 
     def registers_written(self, callee: Any) -> frozenset[str] | None:
+        return None
+
+    def returned_address(self, function: int) -> int | None:
         return None
 
 

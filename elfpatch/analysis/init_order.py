@@ -189,7 +189,8 @@ def _placed(analysed: list[AnalysedInitializer], exit_code: dict[int, Effects],
     written = {key for effects in every
                for key in (*effects.writes, *effects.passed, *(p[0] for p in effects.pending),
                            *(r.object for r in effects.atexit if r.object))}
-    keys = object_keys(groups, written)
+    destroyed = {r.object for effects in every for r in effects.atexit if r.object}
+    keys = object_keys(groups, written, destroyed)
     if not keys:
         return analysed, exit_code, hooks
     return ([dataclasses.replace(item, effects=rekeyed(item.effects, keys))

@@ -74,6 +74,10 @@ class Risk:
     object_address: int | None = None
     reader_address: int | None = None
     constructed_by_address: int | None = None
+    # registration-order: the key looked up and registered (``string:<text>`` or
+    # ``type:<_ZTI…>``), and the object that registers it when it is another one.
+    key: str | None = None
+    registered_in: str | None = None
 
 
 @dataclass(frozen=True)
@@ -216,7 +220,8 @@ def order_risks(initializers: Sequence[AnalysedInitializer],
                 continue
             if symbol in own:
                 if item.inline and item.effects.written_first(symbol) is False \
-                        and symbol in registered_destructors(item):
+                        and (symbol in registered_destructors(item)
+                             or symbol in item.effects.stamped):
                     risks.append(_inline_risk(item, symbol, objects))
                 continue
             builder = built.get(symbol)

@@ -16,11 +16,13 @@ from elfpatch.analysis.init_order import (
     PHASE_PREINIT,
     ClosureEntry,
     InitsResult,
+    ObjectAnalysis,
     ObjectReport,
     analyse_object_fully,
     exported_definitions,
 )
 from elfpatch.analysis.initializers import KIND_PREINIT
+from elfpatch.analysis.registries import KeyedUse, keyed_uses, registration_risks
 from elfpatch.analysis.risks import (
     ObjectInitialisation,
     cross_object_destruction_risks,
@@ -31,15 +33,35 @@ from elfpatch.errors import ElfpatchError
 from elfpatch.loader.closure import dependency_closure
 from elfpatch.loader.host import HostProfile
 from elfpatch.service.parallel import run_alongside
+from elfpatch.service.registries import dependencies, lookup_order_of, roles
 from elfpatch.service.runner import Progress, run_per_file
+from elfpatch.source import ElfSource
 
 
 def analyse_paths(paths: Iterable[str], follow_code: bool = True,
                   progress: Progress | None = None) -> InitsResult:
-    outcome = run_per_file(paths, lambda source, elf: analyse_object_fully(
-        elf, source.path, source.member, follow_code=follow_code,
-        alongside=run_alongside).report, progress)
+    def analyse(source: ElfSource, elf: ElfFile) -> ObjectReport:
+        analysis = analyse_object_fully(elf, source.path, source.member,
+                                        follow_code=follow_code, alongside=run_alongside)
+        return _with_registrations(analysis, source)
+
+    outcome = run_per_file(paths, analyse, progress)
     return InitsResult(tuple(outcome.results), None, (), tuple(outcome.errors))
+
+
+def _with_registrations(analysis: ObjectAnalysis, source: ElfSource) -> ObjectReport:
+    """One object's report with its look-ups that run before (or only by link order
+    after) its own registrations of their key.  Registry functions of another
+    object are read in the object's dependencies, found as the loader would
+    for a file on disk (a wheel's member: only its own functions are read)."""
+    report = analysis.report
+    uses = keyed_uses(report.path, 0, analysis.analysed)
+    if not uses:
+        return report
+    lookup = [report.path] if source.member is not None else lookup_order_of(report.path)
+    found = registration_risks(uses, roles(uses, lookup), lambda _a, _b: False)
+    extra = tuple(found.get(report.path, ()))
+    return dataclasses.replace(report, risks=report.risks + extra) if extra else report
 
 
 def analyse_closure(root: str, sort_algorithm: int, follow_code: bool = True,
@@ -50,6 +72,7 @@ def analyse_closure(root: str, sort_algorithm: int, follow_code: bool = True,
     closure = dependency_closure(Path(root), sort_algorithm=sort_algorithm, host=host)
     reports: list[ObjectReport] = []
     states: list[ObjectInitialisation] = []
+    uses: list[KeyedUse] = []
     errors: list[ElfpatchError] = []
     for position, loaded in enumerate(closure.objects):
         if progress is not None:
@@ -62,6 +85,7 @@ def analyse_closure(root: str, sort_algorithm: int, follow_code: bool = True,
                                                    tuple(analysis.analysed),
                                                    exported_definitions(elf),
                                                    analysis.exit_code))
+                uses += keyed_uses(str(loaded.path), position, analysis.analysed)
         except ElfpatchError as error:
             errors.append(error)
             continue
@@ -69,6 +93,11 @@ def analyse_closure(root: str, sort_algorithm: int, follow_code: bool = True,
     lookup = [str(o.path) for o in closure.load_order]
     extra = cross_object_risks(states, lookup)
     for label, risks in cross_object_destruction_risks(states, lookup).items():
+        extra.setdefault(label, []).extend(risks)
+    needs = dependencies(closure)
+    for label, risks in registration_risks(
+            uses, roles(uses, lookup), lambda user, registrar: registrar in needs.get(user, ())
+    ).items():
         extra.setdefault(label, []).extend(risks)
     reports = [dataclasses.replace(r, risks=r.risks + tuple(extra.get(r.path, ())))
                for r in reports]

@@ -63,6 +63,7 @@ _A64_PLAIN_TRANSFERS = frozenset({"str", "stur", "stp", "ldr", "ldur", "ldp"})
 class Arm64Walk(FunctionWalk):
     ARGUMENTS = ("x0", "x1", "x2", "x3", "x4", "x5", "x6", "x7")
     RESULT_POINTER = "x8"  # a by-value result is built where x8 points
+    RESULT = "x0"
     CALLER_SAVED = frozenset([f"x{n}" for n in range(19)] + ["x30"])
     CALL_WRITES = frozenset({"x30"})  # bl/blr put the return address in the link register
 
@@ -93,6 +94,8 @@ class Arm64Walk(FunctionWalk):
 
     def other(self, address: int, size: int, mnemonic: str, operands: str) -> bool:
         if mnemonic in _A64_STOPS:
+            if mnemonic.startswith("ret"):
+                self.returns()
             return False
         if mnemonic in _A64_CONDITIONAL:
             target = immediate(operands.rpartition("#")[2])
@@ -209,6 +212,8 @@ class Arm64Walk(FunctionWalk):
                 and self.load_from(registers[0], base.address + offset):
             return
         self.access(base, offset or 0, read=loads, write=mnemonic.startswith("st") or read_write)
+        if mnemonic in ("str", "stur") and registers and operands.startswith("x"):
+            self.stamp(base, offset or 0, self.state.get(registers[0] or ""))
         if loads:
             self.kill(registers)
 

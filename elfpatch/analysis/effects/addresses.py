@@ -158,6 +158,10 @@ class _FunctionSymbols:
         return name or None, self.sizes[index]
 
 
+# The longest string literal taken for a registry key.
+_KEY_LENGTH = 256
+
+
 class AddressIndex:
     """Names for the addresses one object's code uses; built once per file."""
 
@@ -241,6 +245,43 @@ class AddressIndex:
                 and self._writable(address):
             return f"{key} (after {below[0]}+{address - below[1]:#x})"
         return key
+
+    def constant_key(self, address: int) -> str | None:
+        """What a pointer to constant data is as a registry key: ``type:<symbol>`` for a
+        type_info (by its name, with .symtab or exported), ``string:<text>`` for a
+        string literal in read-only data (compared by text: each object has its
+        own copy), else None."""
+        named = self._data.named_at(address) if self._data is not None else None
+        if named and named.startswith("_ZTI"):
+            return f"type:{named}"
+        if self._writable(address) or self._in_got(address):
+            return None
+        text = self._constant_text(address)
+        return f"string:{text}" if text else None
+
+    def read_only_data(self, address: int) -> bool:
+        """Whether ``address`` is in data no code writes once loaded (.rodata, or what
+        RELRO seals: vtables), not in code."""
+        for seg in self.elf.segments:
+            if seg.type == C.PT_LOAD and seg.vaddr <= address < seg.vaddr + seg.memsz:
+                return not seg.flags & PF_X and not self._writable(address)
+        return False
+
+    def _constant_text(self, address: int) -> str | None:
+        """The printable, NUL-terminated text at ``address`` in a read-only segment."""
+        for seg in self.elf.segments:
+            if seg.type == C.PT_LOAD and not seg.flags & PF_W \
+                    and seg.vaddr <= address < seg.vaddr + seg.filesz:
+                size = min(_KEY_LENGTH + 1, seg.vaddr + seg.filesz - address)
+                try:
+                    data = bytes(self.elf.bytes_at(seg.offset + address - seg.vaddr, size,
+                                                   "constant"))
+                except ElfpatchError:
+                    return None
+                end = data.find(b"\0")
+                text = data[:end] if end > 0 else b""
+                return text.decode() if text and all(32 <= b < 127 for b in text) else None
+        return None
 
     @cached_property
     def _exported_data(self) -> _DataSymbols | None:

@@ -31,7 +31,12 @@ from typing import NamedTuple
 # this one, whose writes through it are then not this object's constructions.
 # GUARD: __cxa_guard_acquire (subject True) or __cxa_guard_release (False), between
 # which a function-local static is built on its first use.
-READ, WRITE, ADDRESS, PASS, PASS_FOREIGN, UNKNOWN_PASS, CALL, ATEXIT, HOOK, GUARD = range(10)
+# KEYED: a call passed a constant key (a ``KeyedCall``): a string literal or a
+# type's type_info, what registries file entries under and look them up by.
+# STAMP: a store of an address of read-only data (a vtable, a string literal) into a
+# global: what constructors do, and counters, flags and list heads never get.
+READ, WRITE, ADDRESS, PASS, PASS_FOREIGN, UNKNOWN_PASS, CALL, ATEXIT, HOOK, GUARD, KEYED, \
+    STAMP = range(12)
 Event = tuple  # (int, str | int | AtExit, int | None, int)
 
 # What a function does with one of its pointer parameters (bits): reads
@@ -71,6 +76,16 @@ class AtExit:
     destructor_address: int | None = field(default=None, compare=False)
 
 
+class KeyedCall(NamedTuple):
+    """A call passed a constant key: ``string:<text>`` (a string literal's text, the
+    same in every object) or ``type:<_ZTI…>`` (a type_info, by its symbol)."""
+
+    function: str  # the function called: its symbol, else its address (``0x…``)
+    key: str
+    position: int  # the argument that holds the key
+    address: int | None  # where the function is in this object; None: another object's
+
+
 @dataclass(frozen=True)
 class Effects:
     writes: tuple[str, ...]  # globals defined here that the code writes or constructs
@@ -96,6 +111,13 @@ class Effects:
     # In a file without symbols: the bare addresses (``@0x…``, ``^0x…``) each function
     # followed touches, the evidence of which belong to one object (``object_keys``).
     groups: tuple[tuple[str, ...], ...] = ()
+    # Calls passed a constant key, in program order (registrations and look-ups).
+    keyed_calls: tuple[KeyedCall, ...] = ()
+    # Globals written outside a function-local static's construction: an entry added
+    # to a registry, a member store; not the first-use construction itself.
+    updates: tuple[str, ...] = ()
+    # Globals into which the code stores an address of read-only data (``STAMP``).
+    stamped: tuple[str, ...] = ()
 
     def written_first(self, symbol: str) -> bool | None:
         """Whether the first touch of ``symbol`` writes it (None: never touched)."""
@@ -117,10 +139,19 @@ class FunctionSummary:
     ios_init: bool = False
     stopped: dict[str, None] = field(default_factory=dict)
     callees: dict[int, None] = field(default_factory=dict)  # functions to follow
+    # The global's address every return hands back (None: not one known address).
+    returned: int | None = None
+    returns_seen: bool = False
 
     @property
     def complete(self) -> bool:
         return not self.stopped
+
+    def note_return(self, address: int | None) -> None:
+        if not self.returns_seen:
+            self.returned, self.returns_seen = address, True
+        elif address != self.returned:
+            self.returned = None
 
     def stop(self, reason: str) -> None:
         self.stopped[reason] = None
@@ -168,6 +199,9 @@ class Collector:
         self.atexit: dict[AtExit, None] = {}
         self.hooks: dict[int, None] = {}
         self.lazy: dict[str, None] = {}
+        self.keyed: dict[KeyedCall, None] = {}
+        self.updates: dict[str, None] = {}
+        self.stamped: dict[str, None] = {}
         self.guarded = 0  # how many guards are held where the events are
         self.expanded: dict[int, None] = {}  # in the order they were met
 
@@ -202,6 +236,10 @@ class Collector:
                 self.hooks.setdefault(subject, None)
             elif kind == GUARD:
                 self.guarded = self.guarded + 1 if subject else max(self.guarded - 1, 0)
+            elif kind == KEYED:
+                self.keyed.setdefault(subject, None)
+            elif kind == STAMP:
+                self.stamped.setdefault(subject, None)
 
     def pass_on(self, symbol: str, use: int, foreign: bool) -> None:
         """A pointer passed to a function of this object that uses it so; another
@@ -231,6 +269,8 @@ class Collector:
     def write(self, symbol: str) -> None:
         if self.guarded:
             self.lazy.setdefault(symbol, None)
+        else:
+            self.updates.setdefault(symbol, None)
         self.writes.setdefault(symbol, None)
         self.first.setdefault(symbol, True)
 
@@ -250,7 +290,8 @@ class Collector:
                        tuple(a for a in self.addresses if a not in touched),
                        tuple(self.passed), tuple(self.first.items()), tuple(stopped),
                        tuple(self.hooks), tuple(self.pending), tuple(self.lazy),
-                       tuple(group for group in groups if group))
+                       tuple(group for group in groups if group), tuple(self.keyed),
+                       tuple(self.updates), tuple(self.stamped))
 
 
 def _bare_keys(events: Iterable[Event]) -> tuple[str, ...]:
@@ -277,6 +318,7 @@ def settle(effects: Effects, use: PendingUse) -> Effects:
     collector.passed = dict.fromkeys(effects.passed)
     collector.first = dict(effects.first_access)
     collector.lazy = dict.fromkeys(effects.lazy)
+    collector.updates = dict.fromkeys(effects.updates)
     for symbol, callee, position, foreign, guarded in effects.pending:
         found = use(symbol, callee, position, foreign)
         collector.guarded = int(guarded)
@@ -286,7 +328,7 @@ def settle(effects: Effects, use: PendingUse) -> Effects:
         effects, writes=tuple(collector.writes), reads=tuple(collector.reads),
         addresses=tuple(a for a in collector.addresses if a not in touched),
         passed=tuple(collector.passed), first_access=tuple(collector.first.items()),
-        pending=(), lazy=tuple(collector.lazy))
+        pending=(), lazy=tuple(collector.lazy), updates=tuple(collector.updates))
 
 
 # -- objects known by address -----------------------------------------------------------
@@ -298,7 +340,8 @@ MEMBER_REACH = 64
 READ_MEMBER_REACH = 32
 
 
-def object_keys(groups: Iterable[Iterable[str]], written: Iterable[str] = ()) -> dict[str, str]:
+def object_keys(groups: Iterable[Iterable[str]], written: Iterable[str] = (),
+                destroyed: Iterable[str] = ()) -> dict[str, str]:
     """Bare addresses of a file without symbols (``@0x…``, ``^0x…``), each placed in an
     object.  ``groups``: the keys each function touches (``Effects.groups``).
 
@@ -323,6 +366,8 @@ def object_keys(groups: Iterable[Iterable[str]], written: Iterable[str] = ()) ->
     for piece in pieces:
         for address in piece:
             by_address.setdefault(address, []).append(piece)
+    anchors = _object_starts(anchors, by_address,
+                             {int(key[1:], 16) for key in destroyed if key[:1] in _MARKS})
     placed = {}
     for keys in marked:
         for key in keys:
@@ -337,6 +382,22 @@ def object_keys(groups: Iterable[Iterable[str]], written: Iterable[str] = ()) ->
                 start = address
             placed[key] = f"{start:#x}"
     return placed
+
+
+def _object_starts(anchors: list[int], by_address: dict[int, list[list[int]]],
+                   destroyed: set[int]) -> list[int]:
+    """The anchors that start objects.  One within ``MEMBER_REACH`` past another that
+    some one function touches together with it is that object's member taken as
+    a pointer (a map's header handed to the insertion, a string member built in
+    place), unless its own destructor is registered (``destroyed``): then it is
+    an object of its own (two strings side by side, built by one initializer)."""
+    starts: list[int] = []
+    for address in anchors:
+        if starts and address - starts[-1] < MEMBER_REACH and address not in destroyed \
+                and any(_touches(piece, starts[-1]) for piece in by_address[address]):
+            continue
+        starts.append(address)
+    return starts
 
 
 def _touches(piece: list[int], address: int) -> bool:
@@ -382,4 +443,5 @@ def rekeyed(effects: Effects, keys: dict[str, str]) -> Effects:
         atexit=tuple(dataclasses.replace(r, object=keys.get(r.object, r.object))
                      if r.object else r for r in effects.atexit),
         pending=tuple((keys.get(p[0], p[0]), *p[1:]) for p in effects.pending),
-        lazy=each(effects.lazy), groups=())
+        lazy=each(effects.lazy), updates=each(effects.updates),
+        stamped=each(effects.stamped), groups=())

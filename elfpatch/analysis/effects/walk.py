@@ -40,10 +40,12 @@ from elfpatch.analysis.effects.summary import (
     CALL,
     GUARD,
     HOOK,
+    KEYED,
     PASS,
     PASS_FOREIGN,
     READ,
     RESULT_POSITION,
+    STAMP,
     STOP_INDIRECT_CALL,
     STOP_INDIRECT_JUMP,
     STOP_UNKNOWN_INSTRUCTION,
@@ -51,6 +53,7 @@ from elfpatch.analysis.effects.summary import (
     WRITE,
     AtExit,
     FunctionSummary,
+    KeyedCall,
 )
 
 if TYPE_CHECKING:
@@ -105,12 +108,15 @@ class Analyzer(Protocol):
 
     def registers_written(self, callee: Target) -> frozenset[str] | None: ...
 
+    def returned_address(self, function: int) -> int | None: ...
+
 
 class FunctionWalk:
     """One linear sweep over one function; subclasses decode one instruction set."""
 
     ARGUMENTS: tuple[str, ...] = ()
     RESULT_POINTER: str | None = None  # where a by-value result's address is passed, if apart
+    RESULT: str | None = None  # the register a function returns a pointer in
     CALLER_SAVED: frozenset[str] = frozenset()
     CALL_WRITES: frozenset[str] = frozenset()  # registers the call instruction itself sets
     # mnemonic -> handler(walk, address of the next instruction, operands)
@@ -128,6 +134,7 @@ class FunctionWalk:
                              in self.parameter_registers()} if parameters else {}
         self.pending: dict[int, State] = {}  # forward branch target -> state on arrival
         self.stack_slots = False  # whether any stack slot holds a known value
+        self.unreached = False  # no forward path reaches the code swept now
 
     @classmethod
     def parameter_registers(cls) -> list[tuple[int, str]]:
@@ -167,16 +174,23 @@ class FunctionWalk:
         return decode_in_chunks(engine, code, self.start)
 
     def enter(self, address: int, falls: bool) -> None:
-        """The register state on arrival: fallthrough merged with forward branches."""
+        """The register state on arrival: fallthrough merged with forward branches.
+
+        Code that only a backward branch (or nothing: padding after a return)
+        reaches knows nothing, and what falls out of it into a forward
+        branch's target is not merged: that target has the branch's state, as
+        a loop head has the state it has on entry.
+        """
         incoming = self.pending.pop(address, None)
-        if not falls:
+        if not falls or self.unreached:
             self.state = incoming or {}
+            self.unreached = incoming is None
         elif incoming is not None:
             self.state = intersect(self.state, incoming)
 
     def branch(self, target: int) -> None:
         """A conditional or in-function branch: its target inherits the current state."""
-        if not self.start <= target < self.end:
+        if not self.start <= target < self.end or self.unreached:
             return
         known = self.pending.get(target)
         self.pending[target] = dict(self.state) if known is None \
@@ -260,6 +274,20 @@ class FunctionWalk:
         key = self.index.data_key(at, anchor and at == value.address)
         return (key, True) if key is not None else None
 
+    def stamp(self, value: Value, offset: int, stored: Value | None) -> None:
+        """A store of ``stored`` at ``value + offset``: noted when it is an address of
+        read-only data (a vtable, a string literal) and the place is a global."""
+        if stored is None or stored.address is None or not stored.exact or stored.page \
+                or stored.got is not None or value.parameter is not None:
+            return
+        if not self.index.read_only_data(stored.address):
+            return
+        # Where a constructor stores a vtable or a name is most often where its object
+        # starts: in a file without symbols, that place is taken as an object's start.
+        found = self.data(value, offset, anchor=offset == 0)
+        if found is not None and found[1]:
+            self.events.append((STAMP, found[0], None, 0))
+
     def access(self, value: Value, offset: int, read: bool, write: bool) -> None:
         if value.parameter is not None:
             subject: str | int = value.parameter
@@ -288,6 +316,8 @@ class FunctionWalk:
         resolved = self.resolve(target) if target is not None else None
         if state:
             self.forget_clobbered(resolved)
+        if resolved is not None and resolved.follow is not None:
+            self.result_of(resolved.follow)
         if resolved is None:
             if target is None or target.parameter is not None:
                 # Through a register we cannot resolve (a virtual call, a callback):
@@ -307,12 +337,29 @@ class FunctionWalk:
             self.summary.ios_init = True
         if name in GUARD_FUNCTIONS:
             self.events.append((GUARD, GUARD_FUNCTIONS[name], None, 0))
+        if any(arguments):
+            self.keyed_call(resolved, arguments)
         if any(arguments) or result is not None:
             self.pass_arguments([*enumerate(arguments), (RESULT_POSITION, result)], resolved,
                                 name is not None and is_constructor(name))
         if resolved.follow is not None:
             self.summary.callees[resolved.follow] = None
             self.events.append((CALL, resolved.follow, None, 0))
+
+    def result_of(self, function: int) -> None:
+        """The result register after calling a function of this object that always
+        returns one global's address (an accessor: ``T& registry() { static T r;
+        return r; }``), so that what the caller does through it is seen."""
+        address = self.analyzer.returned_address(function)
+        if address is not None and self.RESULT is not None:
+            self.set(self.RESULT, Value(address=address))
+
+    def returns(self) -> None:
+        """A return: what the result register holds, if it is a global's address."""
+        value = self.state.get(self.RESULT) if self.RESULT is not None else None
+        known = value is not None and value.exact and not value.page and value.got is None \
+            and value.parameter is None and value.table is None and value.address
+        self.summary.note_return(value.address if known and value is not None else None)
 
     def forget_clobbered(self, callee: Target | None) -> None:
         """Forget the caller-saved registers the callee may change.
@@ -352,6 +399,25 @@ class FunctionWalk:
             else:
                 self.events.append((PASS if defined else PASS_FOREIGN, subject, callee.follow,
                                     position))
+
+    def keyed_call(self, callee: Target, arguments: list[Value | None]) -> None:
+        """Constant keys passed (a string literal, a type_info): what a registration
+        files its entry under, and a look-up asks for (``registrations``)."""
+        function = callee.name or f"{callee.follow or 0:#x}"
+        address = None if callee.external else callee.follow
+        for position, value in enumerate(arguments):
+            key = self.constant_key(value) if value is not None else None
+            if key is not None:
+                self.events.append((KEYED, KeyedCall(function, key, position, address),
+                                    None, 0))
+
+    def constant_key(self, value: Value) -> str | None:
+        if value.page or not value.exact:
+            return None
+        if value.got is not None:
+            symbol = value.got.symbol
+            return f"type:{symbol}" if symbol and symbol.startswith("_ZTI") else None
+        return self.index.constant_key(value.address) if value.address else None
 
     def hand_over(self, positions: tuple[int, ...],
                   arguments: list[Value | None]) -> list[Value | None]:
@@ -413,6 +479,7 @@ class FunctionWalk:
             self.summary.stop(STOP_INDIRECT_JUMP)  # an indirect jump we cannot resolve
         elif target.address != 0:  # 0: a null weak reference, tested before the jump
             self.call(target)
+        self.summary.note_return(None)  # returns what another function returns
         self.state = {}
         return False
 

@@ -90,6 +90,7 @@ _X86_STRING_OPERAND = re.compile(r"\[[re][sd]i\]")
 
 class X86Walk(FunctionWalk):
     ARGUMENTS = ("rdi", "rsi", "rdx", "rcx", "r8", "r9")
+    RESULT = "rax"
     CALLER_SAVED = frozenset({"rax", "rcx", "rdx", "rsi", "rdi", "r8", "r9", "r10", "r11"})
 
     @staticmethod
@@ -240,6 +241,10 @@ class X86Walk(FunctionWalk):
     def on_stop(self, following: int, operands: str) -> bool:
         return False
 
+    def on_return(self, following: int, operands: str) -> bool:
+        self.returns()
+        return False
+
     def on_conditional(self, following: int, operands: str) -> bool:
         target = immediate(operands)
         if target is not None:
@@ -326,6 +331,8 @@ class X86Walk(FunctionWalk):
             located = self.memory(destination, following)
             if located is not None:
                 self.access(located[0], located[1], read=False, write=True)
+                if source in _X86_QWORD:
+                    self.stamp(located[0], located[1], self.state.get(_X86_FAMILY[source]))
         elif "[" in source:
             self.load(destination, source, following)
         else:
@@ -451,6 +458,7 @@ X86Walk.HANDLERS = {
     "movsxd": X86Walk.on_movsxd,
     **dict.fromkeys(_X86_CONDITIONAL, X86Walk.on_conditional),
     **dict.fromkeys(_X86_STOPS, X86Walk.on_stop),
+    **dict.fromkeys(("ret", "bnd ret"), X86Walk.on_return),
 }
 
 

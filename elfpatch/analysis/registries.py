@@ -1,0 +1,199 @@
+"""Registries filled by registrations and read by look-ups with the same key.
+
+Plugin systems, test frameworks and factories keep a registry (a map behind
+an accessor's function-local static, often in a library of its own): an
+initializer registers an entry under a key, a string literal or a type's
+``type_info``, and other code looks the entry up by the same key.  The
+registry itself is built on first use, so its construction is never out of
+order; the entry is: a look-up that runs before the registration of its key
+finds nothing, whatever the registry's own construction.
+
+Roles come from the code of the function called, in the object that
+defines it: a *registration* writes into a global outside its first-use
+construction (an entry inserted, a count bumped); a *look-up* reads the
+same global and writes nothing there.  A registration and a look-up pair up
+when they share a key and the global the one writes is one the other reads.
+
+Run order is the loader's: objects in the order their initializers run
+(dependencies first, as ``_dl_sort_maps`` sorts them), inside an object its
+initializers in order, inside an initializer its calls in program order.
+A look-up that runs before every registration of its key is an error.  One
+that runs after is fine when the order is certain: the same translation
+unit, or the look-up's object depends on the registration's.  Otherwise it
+holds only because of the link order (two TUs of one object, or two
+objects neither of which needs the other): a warning.
+
+Keys are compared by what they are, not where: a string literal by its
+text (each object has its own copy), a ``type_info`` by its symbol.  A
+``type_info`` known only by address (a stripped object's own, unexported
+type) is no key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from elfpatch.analysis.effects import Effects, EffectsAnalyzer
+from elfpatch.analysis.effects.summary import KeyedCall, effects_keys, object_keys, rekeyed
+from elfpatch.analysis.risks import (
+    SEVERITY_ERROR,
+    SEVERITY_WARNING,
+    AnalysedInitializer,
+    Risk,
+)
+from elfpatch.demangle import demangle
+
+KIND_REGISTRATION_ORDER = "registration-order"
+KIND_REGISTRATION_LINK_ORDER = "link-order-dependence"
+
+
+@dataclass(frozen=True)
+class KeyedUse:
+    """One call that passes a key, made by one initializer of one object."""
+
+    object: str  # the calling object's label (its path)
+    object_position: int  # where that object's initializers run among the closure's
+    initializer_position: int  # where this initializer runs among its object's
+    call_position: int  # where the call is among the initializer's keyed calls
+    item: AnalysedInitializer
+    call: KeyedCall
+
+    @property
+    def runs_at(self) -> tuple[int, int, int]:
+        return self.object_position, self.initializer_position, self.call_position
+
+
+@dataclass(frozen=True)
+class FunctionRole:
+    """What a function called with a key does with the globals of its object."""
+
+    definer: str  # the label of the object whose code it is
+    updates: frozenset[str]  # globals it writes outside a first-use construction
+    reads: frozenset[str]
+    labels: Mapping[str, str]  # how those globals are shown
+
+    @property
+    def registers(self) -> bool:
+        return bool(self.updates)
+
+    @property
+    def looks_up(self) -> bool:
+        return bool(self.reads) and not self.updates
+
+
+def role_of(definer: str, effects: Effects, label: Callable[[str], str]) -> FunctionRole:
+    """The role of a function from its effects (``label``: a global's name for people)."""
+    updates, reads = frozenset(effects.updates), frozenset(effects.reads)
+    return FunctionRole(definer, updates, reads,
+                        {key: label(key) for key in updates | reads})
+
+
+def roles_in_object(analyzer: EffectsAnalyzer, definer: str,
+                    functions: Iterable[int]) -> dict[int, FunctionRole]:
+    """The roles of some functions of one object (by address).  In a file without
+    symbols their globals are bare addresses, placed in objects from what all
+    of them touch (``summary.object_keys``), so that a registration's entry and
+    a look-up's read of one registry have one key."""
+    found = {address: analyzer.effects(address) for address in dict.fromkeys(functions)}
+    every = list(found.values())
+    groups = [*(group for effects in every for group in effects.groups),
+              *((key,) for effects in every for key in effects_keys(effects))]
+    written = {key for effects in every for key in (*effects.writes, *effects.passed)}
+    destroyed = {r.object for effects in every for r in effects.atexit if r.object}
+    keys = object_keys(groups, written, destroyed)
+    return {address: role_of(definer, rekeyed(effects, keys), analyzer.index.data_label)
+            for address, effects in found.items()}
+
+
+def keyed_uses(object_label: str, object_position: int,
+               initializers: Sequence[AnalysedInitializer]) -> list[KeyedUse]:
+    """Every keyed call of an object's initializers, in run order."""
+    return [KeyedUse(object_label, object_position, position, number, item, call)
+            for position, item in enumerate(initializers)
+            for number, call in enumerate(item.effects.keyed_calls)]
+
+
+def contested(uses: Sequence[KeyedUse]) -> list[KeyedUse]:
+    """The uses worth knowing the role of: a key passed to two different functions."""
+    functions: dict[str, set[tuple[str, str]]] = {}
+    for use in uses:
+        functions.setdefault(use.call.key, set()).add((use.object, use.call.function))
+    return [use for use in uses if len({f for _, f in functions[use.call.key]}) > 1]
+
+
+# (calling object, function) -> the function's role, None when its code is not at hand.
+Roles = Mapping[tuple[str, str], FunctionRole | None]
+# (the object that looks up, the object that registers) -> whether the first needs the
+# second (so the loader runs the second's initializers first, whatever the link order).
+Depends = Callable[[str, str], bool]
+
+
+def registration_risks(uses: Sequence[KeyedUse], roles: Roles,
+                       depends: Depends) -> dict[str, list[Risk]]:
+    """Look-ups against the registrations of their key: object label -> its risks."""
+    risks: dict[str, list[Risk]] = {}
+    registrations = [(u, r) for u in uses
+                     if (r := roles.get((u.object, u.call.function))) and r.registers]
+    for use in uses:
+        role = roles.get((use.object, use.call.function))
+        if role is None or not role.looks_up:
+            continue
+        matching = [(u, r) for u, r in registrations if u.call.key == use.call.key
+                    and r.definer == role.definer and r.updates & role.reads]
+        if not matching:
+            continue
+        risk = _lookup_risk(use, role, matching, depends)
+        if risk is not None:
+            risks.setdefault(use.object, []).append(risk)
+    return risks
+
+
+def _lookup_risk(use: KeyedUse, role: FunctionRole,
+                 matching: list[tuple[KeyedUse, FunctionRole]], depends: Depends,
+                 ) -> Risk | None:
+    earlier = [(u, r) for u, r in matching if u.runs_at < use.runs_at]
+    if not earlier:
+        registrar, registry = matching[0]
+        return _risk(SEVERITY_ERROR, KIND_REGISTRATION_ORDER, use, role, registrar, registry,
+                     "runs only after it: the look-up finds nothing (static initialization "
+                     "order fiasco); look it up on first use (or in main), not from an "
+                     "initializer")
+    if any(_certain(use, u, depends) for u, _ in earlier):
+        return None
+    registrar, registry = earlier[0]
+    return _risk(SEVERITY_WARNING, KIND_REGISTRATION_LINK_ORDER, use, role, registrar,
+                 registry, "runs first only because of the link order (of the TUs, or of "
+                 "DT_NEEDED entries that do not depend on each other): correct by chance")
+
+
+def _certain(use: KeyedUse, registrar: KeyedUse, depends: Depends) -> bool:
+    """Whether the registration runs first whatever the link order."""
+    if registrar.object != use.object:
+        return depends(use.object, registrar.object)
+    return registrar.item.unit == use.item.unit
+
+
+def _risk(severity: str, kind: str, use: KeyedUse, role: FunctionRole,
+          registrar: KeyedUse, registry: FunctionRole, verdict: str) -> Risk:
+    shared = sorted(registry.updates & role.reads)
+    registry_label = registry.labels.get(shared[0], shared[0])
+    where = "" if registrar.object == use.object else f" (in {registrar.object})"
+    message = (f"{use.item.unit} looks up {_key(use.call.key)} with {demangle(use.call.function)}"
+               f" in the registry {_shown(registry_label)} of {role.definer}, and the "
+               f"registration of that key by {registrar.item.unit}{where} through "
+               f"{demangle(registrar.call.function)} {verdict}")
+    return Risk(severity, kind, use.item.label, registry_label, registrar.item.label, message,
+                reader_part=use.item.position, constructed_by_part=registrar.item.position,
+                reader_address=use.item.address, constructed_by_address=registrar.item.address,
+                key=use.call.key, registered_in=None if registrar.object == use.object
+                else registrar.object)
+
+
+def _key(key: str) -> str:
+    kind, _, value = key.partition(":")
+    return f'the key "{value}"' if kind == "string" else f"the key {demangle(value)}"
+
+
+def _shown(label: str) -> str:
+    return demangle(label) if label.startswith("_Z") else label

@@ -1,0 +1,116 @@
+"""Registrations and look-ups of a key, against the code of the registry they go to.
+
+``analysis.registries`` pairs a look-up with the registrations of its key
+once it knows what each function called does.  The function is often
+another object's (the registry's library): this module finds the object
+that defines it, in symbol lookup order, opens it and reads the function.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from elfpatch.analysis.effects import EffectsAnalyzer
+from elfpatch.analysis.registries import (
+    FunctionRole,
+    KeyedUse,
+    Roles,
+    contested,
+    roles_in_object,
+)
+from elfpatch.elf.file import ElfFile
+from elfpatch.elf.symbols import read_dynsym
+from elfpatch.errors import ElfpatchError
+from elfpatch.loader.closure import Closure, LoadedObject, dependency_closure
+from elfpatch.loader.host import HostProfile
+
+
+def roles(uses: Sequence[KeyedUse], lookup_order: Sequence[str]) -> Roles:
+    """(calling object, function) -> its role, for the uses whose key is contested.
+
+    A function of the calling object itself is read there; another object's
+    is read in the first object of ``lookup_order`` (paths, in symbol lookup
+    order) that exports it.  None where no object at hand defines it.
+    """
+    wanted = contested(uses)
+    if not wanted:
+        return {}
+    names = {u.call.function for u in wanted if u.call.address is None}
+    definitions = _definitions(names, lookup_order)
+    where: dict[str, dict[int, list[tuple[str, str]]]] = {}
+    found: dict[tuple[str, str], FunctionRole | None] = {}
+    for use in wanted:
+        key = (use.object, use.call.function)
+        if use.call.address is not None:
+            definer: tuple[str, int] | None = (use.object, use.call.address)
+        else:
+            definer = definitions.get(use.call.function)
+        found[key] = None
+        if definer is not None:
+            where.setdefault(definer[0], {}).setdefault(definer[1], []).append(key)
+    for path, functions in where.items():
+        for address, role in _read_roles(path, functions).items():
+            for key in functions[address]:
+                found[key] = role
+    return found
+
+
+def _definitions(names: set[str], lookup_order: Sequence[str]) -> dict[str, tuple[str, int]]:
+    """function name -> (path, address) of its first exported definition in lookup order."""
+    definitions: dict[str, tuple[str, int]] = {}
+    for path in lookup_order:
+        if not names - definitions.keys():
+            break
+        try:
+            with ElfFile.open(path) as elf:
+                table = read_dynsym(elf)
+                if table is None:
+                    continue
+                for index in table.exported_indices():
+                    name = table.name(index)
+                    if name in names and name not in definitions:
+                        definitions[name] = (path, table.values[index])
+        except ElfpatchError:
+            continue
+    return definitions
+
+
+def _read_roles(path: str, functions: Iterable[int]) -> dict[int, FunctionRole]:
+    try:
+        with ElfFile.open(path) as elf:
+            return roles_in_object(EffectsAnalyzer(elf), path, functions)
+    except ElfpatchError:
+        return {}
+
+
+def lookup_order_of(path: str, host: HostProfile | None = None) -> list[str]:
+    """The object and its dependencies in symbol lookup order; the object alone when
+    they cannot be found (its registry functions are then not judged)."""
+    try:
+        closure = dependency_closure(Path(path), host=host)
+    except (ElfpatchError, OSError, ValueError):
+        return [path]
+    return [str(o.path) for o in closure.load_order]
+
+
+def dependencies(closure: Closure) -> dict[str, set[str]]:
+    """path -> the paths of every object it needs, directly or not."""
+    by_name: dict[str, LoadedObject] = {}
+    for loaded in closure.load_order:
+        by_name.setdefault(loaded.path.name, loaded)
+        if loaded.soname:
+            by_name.setdefault(loaded.soname, loaded)
+    direct = {str(o.path): {str(by_name[n].path) for n in o.needed if n in by_name}
+              for o in closure.load_order}
+    needs: dict[str, set[str]] = {}
+    for start in direct:
+        seen: set[str] = set()
+        stack = list(direct[start])
+        while stack:
+            current = stack.pop()
+            if current not in seen:
+                seen.add(current)
+                stack.extend(direct.get(current, ()))
+        needs[start] = seen
+    return needs
