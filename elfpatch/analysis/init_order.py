@@ -183,13 +183,15 @@ def _placed(analysed: list[AnalysedInitializer], exit_code: dict[int, Effects],
     from every piece of code at once, so that each object has one key everywhere."""
     every = (*(item.effects for item in analysed), *exit_code.values(), *hooks)
     # Each key alone too: code not in a function's summary (a merged initializer's own
-    # stretch) still has its addresses placed.
-    groups = [*(group for effects in every for group in effects.groups),
-              *((key,) for effects in every for key in effects_keys(effects))]
+    # stretch) still has its addresses placed.  A function's group comes once however
+    # many initializers reach it (where an address goes depends on which groups hold
+    # it, not how often): a big library's initializers share most of their callees.
+    alone = dict.fromkeys(key for effects in every for key in effects_keys(effects))
+    groups = dict.fromkeys(group for effects in every for group in effects.groups)
     written = {key for effects in every
                for key in (*effects.writes, *effects.passed, *(p[0] for p in effects.pending),
                            *(r.object for r in effects.atexit if r.object))}
-    keys = object_keys(groups, written)
+    keys = object_keys(groups, written, alone)
     if not keys:
         return analysed, exit_code, hooks
     return ([dataclasses.replace(item, effects=rekeyed(item.effects, keys))
