@@ -126,7 +126,8 @@ def analyse_object_fully(elf: ElfFile, path: str, member: str | None = None,
     analyzer = EffectsAnalyzer(elf)
     entries = listing.followed
     if analyzer.supported and len(entries) >= _PARALLEL_MINIMUM:
-        analyzer.index.prepare()  # once, before the fork: both halves use it
+        analyzer.prefetch([entry.address for entry in entries if entry.address is not None
+                           and not is_merged_initializer(entry.symbol)], alongside)
     found = _shared_out(entries, lambda entry: _initializer_effects(analyzer, entry), alongside)
     entries, found = _without_runtime(entries, found)
     analysed, named = _analysed(elf, entries, found, analyzer.index.data_label)
@@ -315,7 +316,7 @@ def _exit_code(analyzer: EffectsAnalyzer, analysed: list[AnalysedInitializer],
         r.atexit.destructor_address for r in registrations(analysed)
         if r.atexit.destructor_address is not None))
     if analyzer.supported and len(addresses) >= _PARALLEL_MINIMUM:
-        analyzer.index.prepare()  # once, before the fork: both halves use it
+        analyzer.prefetch(addresses, alongside)
     found = _shared_out(addresses, lambda address: analyzer.effects(address, settle=False),
                         alongside)
     return {a: e for a, e in zip(addresses, found, strict=True) if isinstance(e, Effects)}
