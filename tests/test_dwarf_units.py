@@ -9,6 +9,8 @@ same (low, high, name) ranges for DWARF 4 and 5, with and without
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 from elfpatch.fixtures import build
 from support.inits import toolchain
@@ -79,3 +81,14 @@ def test_units_of_addresses_as_the_ranges_say(variant: str) -> None:
                 expected[address] = name
         assert expected
         assert dwarf.units_of(elf, functions) == expected
+
+
+def test_names_are_read_from_views_of_any_length() -> None:
+    """The string sections are not copied: a name is looked for a chunk at a time, so a
+    long one is whole, and one without its terminator is unreadable, not cut short."""
+    data = memoryview(b"a" * 1000 + b"\0b")
+    unit = dwarf._Unit(SimpleNamespace(data={".debug_str": data}), 5, 4, 8)  # type: ignore[arg-type]
+    assert unit.cstring(".debug_str", 0) == b"a" * 1000
+    assert unit.cstring(".debug_str", 998) == b"aa"
+    with pytest.raises(dwarf._Unreadable):
+        unit.cstring(".debug_str", 1001)

@@ -127,7 +127,9 @@ def _covering_units(reader: _Reader, data: memoryview, wanted: list[int],
 class _Reader:
     def __init__(self, elf: ElfFile, sections: dict) -> None:
         self.little = elf.header.little_endian
-        self.data = {name: bytes(elf.bytes_at(s.offset, s.size, name))
+        # Views, not copies: a -g program's .debug_str runs to 100 MB and more, of
+        # which a unit's name is a few bytes.
+        self.data = {name: elf.bytes_at(s.offset, s.size, name)
                      for name, s in sections.items()
                      if name in (".debug_abbrev", ".debug_str", ".debug_line_str",
                                  ".debug_str_offsets", ".debug_addr", ".debug_ranges",
@@ -319,8 +321,15 @@ class _Unit:
 
     def cstring(self, section: str, offset: int) -> bytes:
         data = self.reader.data[section]
-        end = data.index(b"\0", offset)
-        return data[offset:end]
+        chunk = 256
+        while True:
+            piece = bytes(data[offset : offset + chunk])
+            end = piece.find(b"\0")
+            if end >= 0:
+                return piece[:end]
+            if offset + chunk >= len(data):  # no terminator before the section ends
+                raise _Unreadable
+            chunk *= 4
 
     def address(self, form: int, value: int, values: dict) -> int:
         if form not in _ADDRX:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import compress, zip_longest
 from typing import TypeVar
@@ -126,18 +126,20 @@ def analyse_object_fully(elf: ElfFile, path: str, member: str | None = None,
     analyzer = EffectsAnalyzer(elf)
     entries = listing.followed
     if analyzer.supported and len(entries) >= _PARALLEL_MINIMUM:
-        analyzer.index.prepare()  # once, before the fork: both halves use it
+        analyzer.prefetch([entry.address for entry in entries if entry.address is not None
+                           and not is_merged_initializer(entry.symbol)], alongside)
     found = _shared_out(entries, lambda entry: _initializer_effects(analyzer, entry), alongside)
     entries, found = _without_runtime(entries, found)
     analysed, named = _analysed(elf, entries, found, analyzer.index.data_label)
     exit_code = _exit_code(analyzer, analysed, alongside)
     hooks = _hook_code(elf, analyzer, analysed)
     analysed, exit_code, hooks = _placed(analysed, exit_code, hooks)
-    objects = _objects(analyzer, analysed, exit_code, hooks)
+    labels = _AddressLabels(analyzer.index.data_label)
+    objects = _objects(labels, analysed, exit_code, hooks)
     analysed, exit_code, hooks = _settled(analyzer, analysed, exit_code, hooks,
                                           exported_definitions(elf) if in_closure
                                           else frozenset(), objects)
-    objects = _objects(analyzer, analysed, exit_code, hooks)
+    objects = _objects(labels, analysed, exit_code, hooks)
     read = read_at_exit(analysed, exit_code, hooks)
     initializers = tuple(named.get(e, e) for e in listing.initializers)
     risks = order_risks(analysed, objects) \
@@ -183,14 +185,16 @@ def _placed(analysed: list[AnalysedInitializer], exit_code: dict[int, Effects],
     from every piece of code at once, so that each object has one key everywhere."""
     every = (*(item.effects for item in analysed), *exit_code.values(), *hooks)
     # Each key alone too: code not in a function's summary (a merged initializer's own
-    # stretch) still has its addresses placed.
-    groups = [*(group for effects in every for group in effects.groups),
-              *((key,) for effects in every for key in effects_keys(effects))]
+    # stretch) still has its addresses placed.  A function's group comes once however
+    # many initializers reach it (where an address goes depends on which groups hold
+    # it, not how often): a big library's initializers share most of their callees.
+    alone = dict.fromkeys(key for effects in every for key in effects_keys(effects))
+    groups = dict.fromkeys(group for effects in every for group in effects.groups)
     written = {key for effects in every
                for key in (*effects.writes, *effects.passed, *(p[0] for p in effects.pending),
                            *(r.object for r in effects.atexit if r.object))}
     destroyed = {r.object for effects in every for r in effects.atexit if r.object}
-    keys = object_keys(groups, written, destroyed)
+    keys = object_keys(groups, written, destroyed, alone)
     if not keys:
         return analysed, exit_code, hooks
     return ([dataclasses.replace(item, effects=rekeyed(item.effects, keys))
@@ -199,14 +203,36 @@ def _placed(analysed: list[AnalysedInitializer], exit_code: dict[int, Effects],
             [rekeyed(effects, keys) for effects in hooks])
 
 
-def _objects(analyzer: EffectsAnalyzer, analysed: list[AnalysedInitializer],
+def _objects(labels: Mapping[str, str], analysed: list[AnalysedInitializer],
              exit_code: dict[int, Effects], hooks: list[Effects]) -> Objects:
     """Labels of the globals known by address, and those built on first use."""
     every = [*(item.effects for item in analysed), *exit_code.values(), *hooks]
-    by_address = {key for effects in every for key in effects_keys(effects)
-                  if key.startswith("0x")}
-    return Objects({key: analyzer.index.data_label(key) for key in by_address},
-                   lazy_objects(every))
+    return Objects(labels, lazy_objects(every))
+
+
+class _AddressLabels(Mapping[str, str]):
+    """The label of each global the effects know by address (``0x…``), worked out the
+    first time it is asked for: a big stripped library's initializers touch 100,000
+    addresses (nvjitlink), and only those a risk names, or the settling of pointers
+    passed asks about, are ever shown.  Iterating gives the labels asked for so far."""
+
+    def __init__(self, label: Callable[[str], str]) -> None:
+        self._label = label
+        self._known: dict[str, str] = {}
+
+    def __getitem__(self, key: str) -> str:
+        known = self._known.get(key)
+        if known is None:
+            if not key.startswith("0x"):
+                raise KeyError(key)
+            known = self._known[key] = self._label(key)
+        return known
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._known)
+
+    def __len__(self) -> int:
+        return len(self._known)
 
 
 def _settled(analyzer: EffectsAnalyzer, analysed: list[AnalysedInitializer],
@@ -314,7 +340,7 @@ def _exit_code(analyzer: EffectsAnalyzer, analysed: list[AnalysedInitializer],
         r.atexit.destructor_address for r in registrations(analysed)
         if r.atexit.destructor_address is not None))
     if analyzer.supported and len(addresses) >= _PARALLEL_MINIMUM:
-        analyzer.index.prepare()  # once, before the fork: both halves use it
+        analyzer.prefetch(addresses, alongside)
     found = _shared_out(addresses, lambda address: analyzer.effects(address, settle=False),
                         alongside)
     return {a: e for a, e in zip(addresses, found, strict=True) if isinstance(e, Effects)}

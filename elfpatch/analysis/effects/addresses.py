@@ -185,7 +185,7 @@ class AddressIndex:
         """.symtab when present (it has the local symbols), else .dynsym."""
         return read_symtab(self.elf) or self._dynsym
 
-    @property
+    @cached_property
     def has_local_symbols(self) -> bool:
         """.symtab is present, so every function (local ones, .cold parts) has a symbol."""
         return self._main_table is not None and self._main_table is not self._dynsym
@@ -217,10 +217,12 @@ class AddressIndex:
           placed in its object once every address the code takes is known
           (``summary.object_keys``).
         """
+        # Asked for every access the code makes (nvjitlink: 146,000): kept lean.
         exported = self._exported_data
-        name = exported.containing(address) if exported is not None else None
-        if name is not None:
-            return name
+        if exported is not None:
+            name = exported.containing(address)
+            if name is not None:
+                return name
         if self.has_local_symbols:
             assert self._data is not None
             start = self._data.start_containing(address)
@@ -307,7 +309,11 @@ class AddressIndex:
         return ranges
 
     def _writable(self, address: int) -> bool:
-        return any(low <= address < high for low, high in self._writable_ranges)
+        # A loop, not any() over a generator: asked for every access in a stripped file.
+        for low, high in self._writable_ranges:  # noqa: SIM110 (one or two ranges)
+            if low <= address < high:
+                return True
+        return False
 
     def function_at(self, address: int) -> tuple[str | None, int] | None:
         """(name, st_size) of the function starting at ``address``, or None; in a file

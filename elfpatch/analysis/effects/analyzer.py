@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import importlib
 import re
+from collections.abc import Callable, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING
 
+from elfpatch.alongside import Alongside
 from elfpatch.analysis.effects.addresses import AddressIndex
 from elfpatch.analysis.effects.summary import (
     CALL,
@@ -246,6 +248,60 @@ class EffectsAnalyzer:
             stopped[STOP_DEPTH] = None  # callees deeper than max_depth were left out
         return reached, stopped
 
+    def prefetch(self, roots: Sequence[int], alongside: Alongside, *, max_depth: int = 4,
+                 max_functions: int = 64) -> None:
+        """Sweep now every function that ``effects`` of each of ``roots`` will follow,
+        one call depth at a time, each depth's new functions shared out between two
+        halves (``alongside``); later ``effects`` calls then only compose.
+
+        The same functions ``_reach`` takes, no more: each root's breadth-first
+        walk within its budget is replayed on the summaries as they come in.
+        Splitting the functions rather than the roots sweeps each function once:
+        a big library's initializers share most of their callees (nvjitlink: 723
+        initializers, 1,834 functions; two halves of its initializers swept
+        2,289 between them).
+        """
+        if self._walk is None:
+            return
+        self.index.prepare()
+        walks = [_RootWalk(root) for root in dict.fromkeys(roots)]
+        for _depth in range(max_depth + 1):
+            wanted = dict.fromkeys(function for walk in walks
+                                   for function in walk.next_functions(max_functions)
+                                   if function not in self._summaries)
+            self._sweep_shared(list(wanted), alongside)
+            walks = [walk for walk in walks if walk.advance(self._summaries, max_functions)]
+            if not walks:
+                break
+
+    def _sweep_shared(self, functions: list[int], alongside: Alongside) -> None:
+        """The summaries of ``functions``, two halves of about equal code at once."""
+        if len(functions) < _SHARED_SWEEP_MINIMUM:
+            for function in functions:
+                self.summary(function)
+            return
+        halves: tuple[list[int], list[int]] = ([], [])
+        loads = [0, 0]
+        for function in sorted(functions, key=self._sweep_cost, reverse=True):
+            lighter = 0 if loads[0] <= loads[1] else 1
+            halves[lighter].append(function)
+            loads[lighter] += self._sweep_cost(function)
+
+        def sweep(half: list[int]) -> Callable[[], _Swept]:
+            def run() -> _Swept:
+                summaries = {function: self.summary(function) for function in half}
+                return summaries, self._written
+            return run
+
+        _mine, (summaries, written) = alongside(sweep(halves[0]), sweep(halves[1]))
+        self._summaries.update(summaries)
+        for address, registers in written.items():
+            self._written.setdefault(address, registers)
+
+    def _sweep_cost(self, function: int) -> int:
+        found = self.index.function_at(function)
+        return min(found[1], MAX_FUNCTION_BYTES) if found and found[1] else MAX_UNSIZED_BYTES
+
     @property
     def functions_followed(self) -> tuple[int, ...]:
         """Entry addresses of the functions whose machine code has been read so far."""
@@ -415,6 +471,41 @@ class EffectsAnalyzer:
         if size > MAX_FUNCTION_BYTES:
             summary.stop(STOP_SIZE_CAP)
         return summary
+
+
+# Fewer new functions than this at one call depth are swept here: a second
+# process costs more than it saves.
+_SHARED_SWEEP_MINIMUM = 32
+# What one half of a shared sweep sends back: its summaries, and which registers
+# the functions it looked into write (``registers_written``), so neither is worked
+# out twice.
+_Swept = tuple[dict[int, FunctionSummary], dict[int, frozenset[str] | None]]
+
+
+class _RootWalk:
+    """``EffectsAnalyzer._reach`` of one root, replayed one call depth at a time."""
+
+    def __init__(self, root: int) -> None:
+        self.seen = {root}
+        self.frontier = [root]
+        self.analysed = 0
+
+    def next_functions(self, max_functions: int) -> list[int]:
+        """The functions of the current depth that the budget still lets this walk take."""
+        return self.frontier[: max_functions - self.analysed]
+
+    def advance(self, summaries: dict[int, FunctionSummary], max_functions: int) -> bool:
+        """Take the current depth (its summaries are in); whether a deeper one follows."""
+        following: list[int] = []
+        for function in self.frontier:
+            if self.analysed == max_functions:
+                return False
+            callees = summaries[function].callees
+            self.analysed += 1
+            following += [c for c in callees if c not in self.seen]
+            self.seen.update(callees)
+        self.frontier = following
+        return bool(following)
 
 
 def _decode_errors() -> tuple[type[Exception], ...]:

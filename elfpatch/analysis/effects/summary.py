@@ -20,7 +20,7 @@ since that code may just as well construct the object.
 from __future__ import annotations
 
 import dataclasses
-from bisect import bisect_left, bisect_right
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -142,6 +142,9 @@ class FunctionSummary:
     # The global's address every return hands back (None: not one known address).
     returned: int | None = None
     returns_seen: bool = False
+    # ``bare_keys()`` once worked out: the same tuple in every ``Effects`` that expands
+    # this function, so placing them (``object_keys``) sees each function once.
+    _bare: tuple[str, ...] | None = field(default=None, repr=False, compare=False)
 
     @property
     def complete(self) -> bool:
@@ -155,6 +158,13 @@ class FunctionSummary:
 
     def stop(self, reason: str) -> None:
         self.stopped[reason] = None
+
+    def bare_keys(self) -> tuple[str, ...]:
+        """The bare addresses this function's events name (none in a file with .symtab);
+        asked for once the sweep is over."""
+        if self._bare is None:
+            self._bare = _bare_keys(self.events)
+        return self._bare
 
 
 class Part(NamedTuple):
@@ -284,7 +294,7 @@ class Collector:
             external.update(summary.external_calls)
             ios_init = ios_init or summary.ios_init
         touched = set(self.reads) | set(self.writes)
-        groups = (_bare_keys(self.summaries[address].events) for address in self.expanded)
+        groups = (self.summaries[address].bare_keys() for address in self.expanded)
         return Effects(tuple(self.writes), tuple(self.reads), tuple(calls), tuple(external),
                        tuple(self.atexit), ios_init, complete,
                        tuple(a for a in self.addresses if a not in touched),
@@ -341,9 +351,10 @@ READ_MEMBER_REACH = 32
 
 
 def object_keys(groups: Iterable[Iterable[str]], written: Iterable[str] = (),
-                destroyed: Iterable[str] = ()) -> dict[str, str]:
+                destroyed: Iterable[str] = (), alone: Iterable[str] = ()) -> dict[str, str]:
     """Bare addresses of a file without symbols (``@0x…``, ``^0x…``), each placed in an
-    object.  ``groups``: the keys each function touches (``Effects.groups``).
+    object.  ``groups``: the keys each function touches (``Effects.groups``);
+    ``alone``: keys to place that no group need hold.
 
     An address belongs to the object starting at the nearest address at or below
     it that code takes as a pointer (within ``MEMBER_REACH``) only if some one
@@ -356,35 +367,37 @@ def object_keys(groups: Iterable[Iterable[str]], written: Iterable[str] = (),
     object within ``READ_MEMBER_REACH``.  Any other address is an object of its
     own: splitting one object in two can only repeat a finding, taking two for
     one invents them.  Other keys are left out (unchanged).
+
+    Worked on the whole table at once (a big stripped library has 100,000 such
+    keys): one sorted list of the anchors, and the groups consulted only for the
+    few addresses that fall just past one.
     """
     changed = {int(key[1:], 16) for key in written if key[:1] in _MARKS}
-    marked = [{key for key in keys if key[:1] in _MARKS} for keys in groups]
-    anchors = sorted({int(key[1:], 16) for keys in marked for key in keys
-                      if key[0] == ANCHOR})
-    pieces = [sorted({int(key[1:], 16) for key in keys}) for keys in marked]
-    by_address: dict[int, list[list[int]]] = {}
+    pieces = [frozenset(int(key[1:], 16) for key in keys if key[:1] in _MARKS)
+              for keys in groups]
+    found = {key: None for keys in groups for key in keys if key[:1] in _MARKS}
+    found.update((key, None) for key in alone if key[:1] in _MARKS)
+    addresses = {key: int(key[1:], 16) for key in found}
+    anchors = sorted({address for key, address in addresses.items() if key[0] == ANCHOR})
+    by_address: dict[int, list[frozenset[int]]] = {}
     for piece in pieces:
-        for address in piece:
-            by_address.setdefault(address, []).append(piece)
+        if len(piece) > 1:  # a group of one address is evidence of nothing
+            for address in piece:
+                by_address.setdefault(address, []).append(piece)
     anchors = _object_starts(anchors, by_address,
                              {int(key[1:], 16) for key in destroyed if key[:1] in _MARKS})
     placed = {}
-    for keys in marked:
-        for key in keys:
-            if key in placed:
-                continue
-            address = int(key[1:], 16)
-            k = bisect_right(anchors, address) - 1
-            start = anchors[k] if k >= 0 and address - anchors[k] < MEMBER_REACH else address
-            if start != address and not any(_touches(piece, start)
-                                            for piece in by_address[address]) \
-                    and (address in changed or address - start >= READ_MEMBER_REACH):
-                start = address
-            placed[key] = f"{start:#x}"
+    for key, address in addresses.items():
+        k = bisect_right(anchors, address) - 1
+        start = anchors[k] if k >= 0 and address - anchors[k] < MEMBER_REACH else address
+        if start != address and not any(start in piece for piece in by_address.get(address, ())) \
+                and (address in changed or address - start >= READ_MEMBER_REACH):
+            start = address
+        placed[key] = key[1:] if start == address else f"{start:#x}"
     return placed
 
 
-def _object_starts(anchors: list[int], by_address: dict[int, list[list[int]]],
+def _object_starts(anchors: list[int], by_address: dict[int, list[frozenset[int]]],
                    destroyed: set[int]) -> list[int]:
     """The anchors that start objects.  One within ``MEMBER_REACH`` past another that
     some one function touches together with it is that object's member taken as
@@ -394,16 +407,10 @@ def _object_starts(anchors: list[int], by_address: dict[int, list[list[int]]],
     starts: list[int] = []
     for address in anchors:
         if starts and address - starts[-1] < MEMBER_REACH and address not in destroyed \
-                and any(_touches(piece, starts[-1]) for piece in by_address[address]):
+                and any(starts[-1] in piece for piece in by_address.get(address, ())):
             continue
         starts.append(address)
     return starts
-
-
-def _touches(piece: list[int], address: int) -> bool:
-    """Whether the sorted addresses ``piece`` hold ``address``."""
-    k = bisect_left(piece, address)
-    return k < len(piece) and piece[k] == address
 
 
 # Keys of addresses in a file without symbols, before they are placed in objects:

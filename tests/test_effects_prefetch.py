@@ -1,0 +1,64 @@
+"""Sweeping ahead, one call depth at a time in two processes, follows what ``effects`` would."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from elfpatch.fixtures import build
+
+from elfpatch.alongside import in_turn
+from elfpatch.analysis.effects import EffectsAnalyzer
+from elfpatch.analysis.effects import analyzer as analyzer_module
+from elfpatch.analysis.initializers import list_initializers
+from elfpatch.elf.file import ElfFile
+from elfpatch.service.parallel import run_alongside
+
+# (call depth, functions) budgets: generous, and tight enough to cut the walks short.
+BUDGETS = [(4, 64), (1, 3), (2, 2), (0, 1)]
+
+
+def _roots(elf: ElfFile, path: str) -> list[int]:
+    return [e.address for e in list_initializers(elf, path).followed if e.address is not None]
+
+
+@pytest.mark.parametrize(("depth", "budget"), BUDGETS)
+def test_the_functions_swept_ahead_are_those_effects_follows(
+        cxx: object, depth: int, budget: int) -> None:
+    program = build.build_scenario("registration").path("tests_first")
+    with ElfFile.open(program) as elf:
+        roots = _roots(elf, str(program))
+        plain = EffectsAnalyzer(elf)
+        expected = [plain.effects(r, max_depth=depth, max_functions=budget, settle=False)
+                    for r in roots]
+        ahead = EffectsAnalyzer(elf)
+        ahead.prefetch(roots, in_turn, max_depth=depth, max_functions=budget)
+        swept = set(ahead.functions_followed)
+        found = [ahead.effects(r, max_depth=depth, max_functions=budget, settle=False)
+                 for r in roots]
+        assert swept == set(plain.functions_followed), "no more and no fewer functions"
+        assert set(ahead.functions_followed) == swept, "effects swept nothing new"
+    assert found == expected
+    # The budgets cut the walks short: the replay has to stop where _reach stops.
+    assert any(e.stopped for e in expected) == (budget < 64)
+    assert depth == 0 or len(swept) > len(roots), "the initializers call functions of their own"
+
+
+def test_a_depth_shared_out_between_two_processes_gives_the_same_summaries(
+        cxx: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    program = build.build_scenario("registration").path("tests_first")
+    with ElfFile.open(program) as elf:
+        roots = _roots(elf, str(program))
+        alone = EffectsAnalyzer(elf)
+        alone.prefetch(roots, in_turn)
+        monkeypatch.setattr(analyzer_module, "_SHARED_SWEEP_MINIMUM", 2)
+        forks: list[int] = []
+        real_fork = os.fork
+        monkeypatch.setattr(os, "fork", lambda: forks.append(1) or real_fork())
+        shared = EffectsAnalyzer(elf)
+        shared.prefetch(roots, run_alongside)
+        assert forks, "each depth's functions were shared out"
+        assert set(shared.functions_followed) == set(alone.functions_followed)
+        for function in alone.functions_followed:
+            assert shared.summary(function) == alone.summary(function)
+        assert [shared.effects(r) for r in roots] == [alone.effects(r) for r in roots]
