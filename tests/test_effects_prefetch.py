@@ -7,10 +7,10 @@ import os
 import pytest
 from elfpatch.fixtures import build
 
-from elfpatch.alongside import in_turn
 from elfpatch.analysis.effects import EffectsAnalyzer
 from elfpatch.analysis.effects import analyzer as analyzer_module
 from elfpatch.analysis.initializers import list_initializers
+from elfpatch.base.alongside import in_turn
 from elfpatch.elf.file import ElfFile
 from elfpatch.service.parallel import run_alongside
 

@@ -42,7 +42,7 @@ from elfpatch.analysis.risks import (
     AnalysedInitializer,
     Risk,
 )
-from elfpatch.demangle import demangle
+from elfpatch.cxx.demangle import demangle
 
 KIND_REGISTRATION_ORDER = "registration-order"
 KIND_REGISTRATION_LINK_ORDER = "link-order-dependence"

@@ -29,13 +29,13 @@ from elfpatch.analysis.risks import (
     cross_object_risks,
 )
 from elfpatch.elf.file import ElfFile
+from elfpatch.elf.source import ElfSource
 from elfpatch.errors import ElfpatchError
 from elfpatch.loader.closure import dependency_closure
 from elfpatch.loader.host import HostProfile
 from elfpatch.service.parallel import run_alongside
 from elfpatch.service.registries import dependencies, lookup_order_of, roles
 from elfpatch.service.runner import Progress, run_per_file
-from elfpatch.source import ElfSource
 
 
 def analyse_paths(paths: Iterable[str], follow_code: bool = True,

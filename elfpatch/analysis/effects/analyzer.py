@@ -19,7 +19,6 @@ from collections.abc import Callable, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from elfpatch.alongside import Alongside
 from elfpatch.analysis.effects.addresses import AddressIndex
 from elfpatch.analysis.effects.summary import (
     CALL,
@@ -49,6 +48,7 @@ from elfpatch.analysis.effects.summary import (
     unseen_use,
 )
 from elfpatch.analysis.effects.walk import FunctionWalk, Target, decode_in_chunks, got_target
+from elfpatch.base.alongside import Alongside
 from elfpatch.elf.constants import EM_X86_64, ET_EXEC, PT_LOAD
 from elfpatch.elf.file import ElfFile
 from elfpatch.errors import ElfpatchError, UnsupportedElfError
