@@ -604,6 +604,54 @@ def test_rtld_now_as_python_imports(built: dict[str, Path], host: str,
         assert (predicted.loads, predicted.unloads) == (real.loaded, real.unloaded), name
 
 
+# A pinned dependency (first provider of a UNIQUE name) that calls back into the library
+# that needs it, through a lazy PLT slot only: RTLD_LAZY binds nothing, RTLD_NOW binds it.
+CALLS_BACK = FIRST_TO_PROVIDE + r"""
+extern "C" int callback();
+extern "C" int use() { return callback() + get(); }
+"""
+CALLED_BACK = "int callback(void) { return 6; }\n"
+
+
+@pytest.fixture(scope="session")
+def called_back(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("now")
+    pinned = compile_linked("g++", "c++", folder / "libcaller.so", CALLS_BACK,
+                            soname="libcaller.so")
+    return compile_linked("gcc", "c", folder / "libcallee.so", CALLED_BACK,
+                          soname="libcallee.so", needed=(pinned,),
+                          flags=(f"-Wl,-rpath,{folder}",))
+
+
+def test_check_and_scan_take_the_host_and_rtld_now(
+        built: dict[str, Path], called_back: Path, hosts: dict[str, list[str]],
+        tmp_path: Path) -> None:
+    """check --host/--now and scan --now, held against the real loader in a C host."""
+    lazy, now = probe(hosts["c"], called_back), probe(hosts["c"], called_back, now=True)
+    assert (lazy.unloaded, now.unloaded) == (True, False)  # the scenario is what it claims
+    config = tmp_path / "policy.toml"
+    config.write_text('unique = "ignore"\nstays-loaded = "error"\n')
+    library = str(called_back)
+    assert elfpatch.check(library, config=config).passed
+    held = elfpatch.check(library, config=config, now=True)
+    assert [f.rule for f in held.findings] == [RULE_STAYS_LOADED]
+    assert "libcaller.so" in held.findings[0].message
+    assert invoke("check", "--config", str(config), library).exit_code == 0
+    assert invoke("check", "--config", str(config), "--now", library).exit_code == 1
+    assert elfpatch.scan(library).files[0].unloads_on_dlclose is True
+    assert elfpatch.scan(library, now=True).files[0].unloads_on_dlclose is False
+    assert '"unloads_on_dlclose": false' in invoke("scan", "--json", "--now", library).stdout
+    # The host: a C++ program has libstdc++ loaded already, so the extension unloads there.
+    extension = str(built["std"])
+    assert probe(hosts["c++"], extension).unloaded and not probe(hosts["c"], extension).unloaded
+    assert not elfpatch.check(extension, config=config).passed
+    assert elfpatch.check(extension, config=config, host="c++").passed
+    assert invoke("check", "--config", str(config), "--host", "c++", extension).exit_code == 0
+    assert invoke("check", "--config", str(config), "--host", "c", extension).exit_code == 1
+    bad = invoke("check", "--config", str(config), "--host", "/no/such/program", extension)
+    assert bad.exit_code == 2 and bad.stderr.count("\n") == 1
+
+
 def test_a_reference_to_the_runtimes_version_does_not_keep_an_instantiation(
         built: dict[str, Path], hosts: dict[str, list[str]], tmp_path: Path) -> None:
     """A user linked against libstdc++ first asks for GLIBCXX_3.4's do_widen: hidden in

@@ -32,11 +32,13 @@ from elfpatch.wheel import elf_members, open_archive
 
 def with_load_verdicts(scans: list[FileScan], host: LoadHost | None = None,
                        profile: HostProfile | None = None,
-                       errors: list[ElfpatchError] | None = None) -> list[FileScan]:
+                       errors: list[ElfpatchError] | None = None,
+                       now: bool = False) -> list[FileScan]:
     """``scans`` with ``load`` filled in wherever this machine's loader can answer.
 
-    A wheel whose members cannot be unpacked for the model (no room in
-    ``TMPDIR``) gets no verdicts, and the reason is added to ``errors``.
+    ``now``: each host, the default ones too, dlopens with RTLD_NOW.  A wheel
+    whose members cannot be unpacked for the model (no room in ``TMPDIR``)
+    gets no verdicts, and the reason is added to ``errors``.
     """
     profile = profile or HostProfile.of_this_host()
     by_archive: dict[str, list[int]] = defaultdict(list)
@@ -45,12 +47,13 @@ def with_load_verdicts(scans: list[FileScan], host: LoadHost | None = None,
         if scan.machine != profile.machine or scan.elf_type != "DYN":
             continue
         if scan.member is None:
-            verdict = _verdict(Path(scan.path), host or LoadHost.c_program(), profile)
+            verdict = _verdict(Path(scan.path), _mode(host or LoadHost.c_program(), now),
+                               profile)
             results[position] = dataclasses.replace(scan, load=verdict)
         else:
             by_archive[scan.path].append(position)
     for archive, positions in by_archive.items():
-        wheel_host = host or _wheel_host(archive)
+        wheel_host = _mode(host or _wheel_host(archive), now)
         try:
             verdicts = _archive_verdicts(archive, [scans[p].member or "" for p in positions],
                                          wheel_host, profile)
@@ -63,6 +66,11 @@ def with_load_verdicts(scans: list[FileScan], host: LoadHost | None = None,
             member = scans[position].member or ""
             results[position] = dataclasses.replace(scans[position], load=verdicts.get(member))
     return results
+
+
+def _mode(host: LoadHost, now: bool) -> LoadHost:
+    """``host`` dlopening with RTLD_NOW when asked (it may ask for it itself)."""
+    return dataclasses.replace(host, bind_now=True) if now and not host.bind_now else host
 
 
 def _wheel_host(archive: str) -> LoadHost:
