@@ -604,6 +604,69 @@ def test_rtld_now_as_python_imports(built: dict[str, Path], host: str,
         assert (predicted.loads, predicted.unloads) == (real.loaded, real.unloaded), name
 
 
+# libstdc++'s own calls to std::string members go through its PLT, bound lazily on the
+# first call; this extension exports those members and its initializer makes libstdc++
+# call them (ostringstream::str), so a pinned libstdc++ binds to it while it loads.
+BINDS_WHILE_LOADING = r"""
+#include <sstream>
+#include <string>
+template class std::__cxx11::basic_string<char>;
+static std::string built = [] {
+    std::ostringstream out;
+    out << "a string longer than the small buffer, " << 42;
+    return out.str();
+}();
+extern "C" int run() { return (int)built.size(); }
+"""
+
+
+@pytest.fixture(scope="session")
+def binds_while_loading(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("lazy")
+    return compile_linked("g++", "c++", folder / "libstring.so", BINDS_WHILE_LOADING,
+                          soname="libstring.so", flags=("-O2",))
+
+
+def lazily_bound_by(debug: str, holder: str, library: Path) -> set[str]:
+    """The symbols LD_DEBUG=bindings says ``holder`` bound to ``library``."""
+    pattern = rf"binding file \S*{re.escape(holder)} \[0\] to {re.escape(str(library))} " \
+              r"\[0\]: normal symbol `([^']+)'"
+    return set(re.findall(pattern, debug))
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_lazy_slots_bound_while_initializers_run_pin_the_library(
+        binds_while_loading: Path, host: str, hosts: dict[str, list[str]],
+        tmp_path: Path) -> None:
+    library = binds_while_loading
+    real = probe(hosts[host], library, debug=DEBUG)
+    bound = lazily_bound_by(real.debug, "libstdc++.so.6", library)
+    runtime = SYSTEM / "libstdc++.so.6"
+    if not runtime.exists():
+        pytest.skip(f"{runtime} is not on this machine")
+    lazy_slots = {r.symbol for r in readelf_relocations(runtime).entries
+                  if r.type == "R_X86_64_JUMP_SLOT"}
+    predicted = load_verdict(library, LoadHost.named(host))
+    assert (predicted.loads, predicted.unloads) == (real.loaded, real.unloaded)
+    if host == "c++":  # libstdc++ was loaded at start: its lookups never see the library
+        assert real.unloaded and not bound
+        return
+    # libstdc++ bound some of its own lazy slots to the library while it loaded.
+    assert bound and lazy_slots >= bound
+    assert not real.unloaded
+    blocker = next(b for b in predicted.blockers if b.kind == BOUND_BY_PINNED)
+    assert blocker.via is not None and blocker.via.endswith("libstdc++.so.6")
+    assert set(blocker.symbols) & bound
+    # The preset hides the instantiations; the library then unloads and still works.
+    fixed = tmp_path / "libstring.so"
+    elfpatch.fix(library, output=fixed, hide=["preset:cxx-instantiations"])
+    after = probe(hosts[host], fixed)
+    assert after.unloaded and load_verdict(fixed, LoadHost.named(host)).unloads
+    done = subprocess.run([sys.executable, "-c", CALL_RUN, str(fixed)], capture_output=True,
+                          text=True, check=True)
+    assert done.stdout.strip() == str(len("a string longer than the small buffer, 42"))
+
+
 # A pinned dependency (first provider of a UNIQUE name) that calls back into the library
 # that needs it, through a lazy PLT slot only: RTLD_LAZY binds nothing, RTLD_NOW binds it.
 CALLS_BACK = FIRST_TO_PROVIDE + r"""

@@ -20,6 +20,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from elfpatch.analysis.calls_at_load import PltCalls
 from elfpatch.analysis.thread_exit import thread_destructor_at_load
 from elfpatch.analysis.unique import FileScan
 from elfpatch.elf.file import ElfFile
@@ -83,9 +84,35 @@ def _wheel_host(archive: str) -> LoadHost:
 def load_verdict(path: Path, host: LoadHost, profile: HostProfile | None = None
                  ) -> LoadVerdict:
     """The loader model's verdict, told which objects' initializers register a
-    thread_local destructor while they load (found by following their code)."""
-    return dlopen_verdict(path, host, profile=profile,
-                          registers_at_load=thread_destructors_at_load)
+    thread_local destructor while they load, and which functions the initializers
+    call (both found by following their code)."""
+    with _CodeWalks() as walks:
+        return dlopen_verdict(path, host, profile=profile,
+                              registers_at_load=thread_destructors_at_load,
+                              calls_at_load=walks.calls_from)
+
+
+class _CodeWalks:
+    """One walk of each object's code per verdict, its file held open until the end."""
+
+    def __init__(self) -> None:
+        self._walks: dict[str, PltCalls] = {}
+        self._files: list[ElfFile] = []
+
+    def calls_from(self, path: str, entries: tuple[str, ...]) -> tuple[str, ...]:
+        walk = self._walks.get(path)
+        if walk is None:
+            elf = ElfFile.open(path)
+            self._files.append(elf)
+            walk = self._walks[path] = PltCalls(elf, path)
+        return walk.calls_from(entries)
+
+    def __enter__(self) -> _CodeWalks:
+        return self
+
+    def __exit__(self, *_exception: object) -> None:
+        for elf in self._files:
+            elf.close()
 
 
 def thread_destructors_at_load(path: str) -> tuple[str, ...] | None:
