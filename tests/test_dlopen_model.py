@@ -604,6 +604,39 @@ def test_rtld_now_as_python_imports(built: dict[str, Path], host: str,
         assert (predicted.loads, predicted.unloads) == (real.loaded, real.unloaded), name
 
 
+# A thread_local reached from an initializer only on an error path (a fatal log stream,
+# then a throw): a library that loads never took it, so nothing is registered.
+THREAD_LOCAL_ON_ERROR_PATH = r"""
+#include <sstream>
+#include <stdexcept>
+struct Entry { std::ostringstream log; };
+__attribute__((noinline)) Entry& entry() { thread_local Entry e; return e; }
+__attribute__((noinline)) void fatal() { throw std::runtime_error(entry().log.str()); }
+__attribute__((noinline)) int parameter(int v) {
+    if (v < 0) { entry().log << "negative " << v; fatal(); }
+    return v * 2;
+}
+static int value = parameter(21);
+extern "C" int run() { return value; }
+"""
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_a_thread_local_built_only_on_an_error_path_does_not_keep_the_library(
+        tmp_path: Path, host: str, hosts: dict[str, list[str]]) -> None:
+    library = compile_linked("g++", "c++", tmp_path / "liberror.so", THREAD_LOCAL_ON_ERROR_PATH,
+                             soname="liberror.so", flags=("-O2",))
+    assert "__cxa_thread_atexit" in {s.name for s in readelf_symbols(library)}
+    real = probe(hosts[host], library)
+    predicted = load_verdict(library, LoadHost.named(host))
+    assert (predicted.loads, predicted.unloads) == (real.loaded, real.unloaded)
+    if host != "c++":
+        return  # libstdc++, brought in by it, binds to it: pinned for that reason
+    assert real.unloaded
+    tls = [b for b in predicted.blockers if b.kind == TLS_DESTRUCTORS]
+    assert tls and not tls[0].certain  # a condition (a thread that builds one), not a pin
+
+
 # libstdc++'s own calls to std::string members go through its PLT, bound lazily on the
 # first call; this extension exports those members and its initializer makes libstdc++
 # call them (ostringstream::str), so a pinned libstdc++ binds to it while it loads.
