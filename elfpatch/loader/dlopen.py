@@ -713,7 +713,7 @@ class _Dlopen:
         if chain:
             blockers.append(Blocker(
                 TLS_DESTRUCTORS, "an initializer registers a thread_local destructor while "
-                f"it loads ({' -> '.join(chain[:1] + chain[-2:])}): it stays while the "
+                f"it loads ({_chain_text(chain)}): it stays while the "
                 "loading thread lives", chain[-EVIDENCE:], len(chain),
                 cure=CURES[TLS_DESTRUCTORS]))
         elif root.registers_tls_destructors:
@@ -755,6 +755,12 @@ def _pin_reason(image: _Image, pinned: dict[_Image, tuple[str, _Image | None]]) 
     assert holder is not None
     verb = "bound to by" if reason == BOUND_BY_PINNED else "needed by"
     return f"{verb} {Path(holder.path).name}"
+
+
+def _chain_text(chain: tuple[str, ...]) -> str:
+    """The initializer, then the last two calls to the registration (all, when short)."""
+    shown = chain if len(chain) <= 3 else (chain[0], "...", *chain[-2:])
+    return " -> ".join(shown)
 
 
 def _merged_scope(scope: list[_Image]) -> dict[bytes, _Image]:
