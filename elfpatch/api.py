@@ -87,8 +87,9 @@ Progress: TypeAlias = "Callable[[str], None]"
 
 
 @_leaves_nothing_open
-def scan(paths: Paths, *, host: LoadHost | str | None = None, loader: bool = True,
-         keep_going: bool = False, progress: Progress | None = None) -> ScanReport:
+def scan(paths: Paths, *, host: LoadHost | str | None = None, now: bool = False,
+         loader: bool = True, keep_going: bool = False,
+         progress: Progress | None = None) -> ScanReport:
     """UNIQUE symbols of every ELF file, folder (recursively) and wheel under ``paths``;
     ``progress`` hears of each file as it is read.
 
@@ -97,7 +98,8 @@ def scan(paths: Paths, *, host: LoadHost | str | None = None, loader: bool = Tru
     unloads it, with the blockers.  ``host`` is the process that loads it
     (``elfpatch.loader.dlopen.LoadHost``, or "python", "c", "c++" or a
     program's path); by default a wheel's members load in this Python
-    interpreter and a loose file in a plain C program.
+    interpreter and a loose file in a plain C program.  ``now``: the host
+    dlopens with RTLD_NOW (as Python's import does) instead of RTLD_LAZY.
     """
     from elfpatch.service.runner import scan_paths
 
@@ -108,7 +110,7 @@ def scan(paths: Paths, *, host: LoadHost | str | None = None, loader: bool = Tru
     if loader:
         from elfpatch.service.load import with_load_verdicts
 
-        files = with_load_verdicts(files, chosen, errors=errors)
+        files = with_load_verdicts(files, chosen, errors=errors, now=now)
         _raise_first(errors, keep_going)
     return ScanReport(tuple(files), tuple(errors))
 
@@ -214,7 +216,8 @@ def check(paths: Paths = (), *, policy: Policy | None = None, config: PathLike |
           baseline: PathLike | None = None, update_baseline: bool = False,
           environment: bool = False, python: PathLike | None = None, jobs: int = 1,
           source_locations: bool = False, progress: Progress | None = None,
-          keep_going: bool = False) -> CheckResult:
+          keep_going: bool = False, host: LoadHost | str | None = None,
+          now: bool = False) -> CheckResult:
     """The CI gate: findings, violations and clashes of ``paths`` under a policy.
 
     ``policy`` as given, else read from ``config`` (TOML with [tool.elfpatch]),
@@ -223,7 +226,9 @@ def check(paths: Paths = (), *, policy: Policy | None = None, config: PathLike |
     (they are then reported as in the baseline).  ``environment`` also checks
     the libraries installed for ``python`` (default: this interpreter) for
     UNIQUE clashes between distributions.  ``source_locations`` reads DWARF
-    for where UNIQUE variables are declared (SARIF uses it).
+    for where UNIQUE variables are declared (SARIF uses it).  ``host`` and
+    ``now`` choose the process and dlopen mode of the ``cannot-load`` and
+    ``stays-loaded`` rules, as in ``scan``.
     """
     from elfpatch.analysis.check import CheckResult
     from elfpatch.analysis.policy import as_policy
@@ -238,12 +243,14 @@ def check(paths: Paths = (), *, policy: Policy | None = None, config: PathLike |
 
     given = _check_arguments(paths, policy, config, baseline, update_baseline, environment,
                              python, jobs)
+    load_host = _load_host(host)
     chosen = as_policy(policy) if policy is not None else \
         load_policy(None if config is None else os.fspath(config))
     known = set() if update_baseline else \
         read_baseline(None if baseline is None else os.fspath(baseline))
     result = run_check(given, chosen, known, jobs, progress=progress,
-                       need_sources=source_locations) if given else CheckResult(chosen)
+                       need_sources=source_locations, host=load_host,
+                       now=now) if given else CheckResult(chosen)
     if environment:
         from elfpatch.service.environment import add_environment
 

@@ -83,6 +83,12 @@ def main(ctx: click.Context, traceback: bool) -> None:
     ctx.obj = {"traceback": traceback}
 
 
+HOST_HELP = ("The process that dlopens each library: python, c, c++ or a program's path "
+             "(default: python for wheel members, c for loose files).")
+NOW_HELP = ("The host dlopens with RTLD_NOW, as Python's import does (default: RTLD_LAZY): "
+            "function slots are bound at load too.")
+
+
 @main.command(epilog="Exit codes: 0 scanned (with or without findings); 2 usage error or a "
               "path that could not be read as ELF (the other paths are still scanned); 3 a bug "
               "of elfpatch.")
@@ -92,13 +98,12 @@ def main(ctx: click.Context, traceback: bool) -> None:
               "without any.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr (shown only on a "
               "terminal).")
-@click.option("--host", metavar="PROGRAM",
-              help="The process that dlopens each library: python, c, c++ or a program's "
-              "path (default: python for wheel members, c for loose files).")
+@click.option("--host", metavar="PROGRAM", help=HOST_HELP)
+@click.option("--now", is_flag=True, help=NOW_HELP)
 @click.option("--no-loader", is_flag=True,
               help="Skip the loader's load and unload verdict (faster on huge libraries).")
 def scan(paths: tuple[str, ...], as_json: bool, verbose: bool, quiet: bool, host: str | None,
-         no_loader: bool) -> None:
+         now: bool, no_loader: bool) -> None:
     """Report STB_GNU_UNIQUE symbols and what they do at load time.
 
     PATHS are ELF files, folders (searched recursively) and wheels or zips.
@@ -108,7 +113,7 @@ def scan(paths: tuple[str, ...], as_json: bool, verbose: bool, quiet: bool, host
 
     progress = _ProgressLine(enabled=not quiet and sys.stderr.isatty(), prefix="scan: ")
     try:
-        outcome = api.scan(paths, host=host, loader=not no_loader, keep_going=True,
+        outcome = api.scan(paths, host=host, now=now, loader=not no_loader, keep_going=True,
                            progress=progress)
     finally:
         progress.clear()
@@ -443,10 +448,13 @@ CHECK_FORMATS = ("text", "json", "github", "junit", "sarif", "markdown")
               "--environment checks (default: the one running elfpatch).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr (shown only on a "
               "terminal).")
+@click.option("--host", metavar="PROGRAM", help=HOST_HELP + " Used by the cannot-load and "
+              "stays-loaded rules.")
+@click.option("--now", is_flag=True, help=NOW_HELP)
 def check(paths: tuple[str, ...], config: str | None, output_format: str,
           outputs: tuple[str, ...], verbose: bool, baseline: str | None,
           update_baseline: bool, jobs: int | None, environment: bool, python: str | None,
-          quiet: bool) -> None:
+          quiet: bool, host: str | None, now: bool) -> None:
     """The CI gate: analyse wheels, folders and libraries and apply the policy."""
     import os
 
@@ -460,7 +468,8 @@ def check(paths: tuple[str, ...], config: str | None, output_format: str,
         result = api.check(paths, config=config, baseline=baseline,
                            update_baseline=update_baseline, environment=environment,
                            python=python, jobs=jobs or min(8, os.cpu_count() or 1),
-                           source_locations=sarif, progress=progress, keep_going=True)
+                           source_locations=sarif, progress=progress, keep_going=True,
+                           host=host, now=now)
     finally:
         progress.clear()
     _write_check_outputs(result, extra_outputs, verbose)

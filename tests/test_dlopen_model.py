@@ -604,6 +604,150 @@ def test_rtld_now_as_python_imports(built: dict[str, Path], host: str,
         assert (predicted.loads, predicted.unloads) == (real.loaded, real.unloaded), name
 
 
+# A thread_local reached from an initializer only on an error path (a fatal log stream,
+# then a throw): a library that loads never took it, so nothing is registered.
+THREAD_LOCAL_ON_ERROR_PATH = r"""
+#include <sstream>
+#include <stdexcept>
+struct Entry { std::ostringstream log; };
+__attribute__((noinline)) Entry& entry() { thread_local Entry e; return e; }
+__attribute__((noinline)) void fatal() { throw std::runtime_error(entry().log.str()); }
+__attribute__((noinline)) int parameter(int v) {
+    if (v < 0) { entry().log << "negative " << v; fatal(); }
+    return v * 2;
+}
+static int value = parameter(21);
+extern "C" int run() { return value; }
+"""
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_a_thread_local_built_only_on_an_error_path_does_not_keep_the_library(
+        tmp_path: Path, host: str, hosts: dict[str, list[str]]) -> None:
+    library = compile_linked("g++", "c++", tmp_path / "liberror.so", THREAD_LOCAL_ON_ERROR_PATH,
+                             soname="liberror.so", flags=("-O2",))
+    assert "__cxa_thread_atexit" in {s.name for s in readelf_symbols(library)}
+    real = probe(hosts[host], library)
+    predicted = load_verdict(library, LoadHost.named(host))
+    assert (predicted.loads, predicted.unloads) == (real.loaded, real.unloaded)
+    if host != "c++":
+        return  # libstdc++, brought in by it, binds to it: pinned for that reason
+    assert real.unloaded
+    tls = [b for b in predicted.blockers if b.kind == TLS_DESTRUCTORS]
+    assert tls and not tls[0].certain  # a condition (a thread that builds one), not a pin
+
+
+# libstdc++'s own calls to std::string members go through its PLT, bound lazily on the
+# first call; this extension exports those members and its initializer makes libstdc++
+# call them (ostringstream::str), so a pinned libstdc++ binds to it while it loads.
+BINDS_WHILE_LOADING = r"""
+#include <sstream>
+#include <string>
+template class std::__cxx11::basic_string<char>;
+static std::string built = [] {
+    std::ostringstream out;
+    out << "a string longer than the small buffer, " << 42;
+    return out.str();
+}();
+extern "C" int run() { return (int)built.size(); }
+"""
+
+
+@pytest.fixture(scope="session")
+def binds_while_loading(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("lazy")
+    return compile_linked("g++", "c++", folder / "libstring.so", BINDS_WHILE_LOADING,
+                          soname="libstring.so", flags=("-O2",))
+
+
+def lazily_bound_by(debug: str, holder: str, library: Path) -> set[str]:
+    """The symbols LD_DEBUG=bindings says ``holder`` bound to ``library``."""
+    pattern = rf"binding file \S*{re.escape(holder)} \[0\] to {re.escape(str(library))} " \
+              r"\[0\]: normal symbol `([^']+)'"
+    return set(re.findall(pattern, debug))
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_lazy_slots_bound_while_initializers_run_pin_the_library(
+        binds_while_loading: Path, host: str, hosts: dict[str, list[str]],
+        tmp_path: Path) -> None:
+    library = binds_while_loading
+    real = probe(hosts[host], library, debug=DEBUG)
+    bound = lazily_bound_by(real.debug, "libstdc++.so.6", library)
+    runtime = SYSTEM / "libstdc++.so.6"
+    if not runtime.exists():
+        pytest.skip(f"{runtime} is not on this machine")
+    lazy_slots = {r.symbol for r in readelf_relocations(runtime).entries
+                  if r.type == "R_X86_64_JUMP_SLOT"}
+    predicted = load_verdict(library, LoadHost.named(host))
+    assert (predicted.loads, predicted.unloads) == (real.loaded, real.unloaded)
+    if host == "c++":  # libstdc++ was loaded at start: its lookups never see the library
+        assert real.unloaded and not bound
+        return
+    # libstdc++ bound some of its own lazy slots to the library while it loaded.
+    assert bound and lazy_slots >= bound
+    assert not real.unloaded
+    blocker = next(b for b in predicted.blockers if b.kind == BOUND_BY_PINNED)
+    assert blocker.via is not None and blocker.via.endswith("libstdc++.so.6")
+    assert set(blocker.symbols) & bound
+    # The preset hides the instantiations; the library then unloads and still works.
+    fixed = tmp_path / "libstring.so"
+    elfpatch.fix(library, output=fixed, hide=["preset:cxx-instantiations"])
+    after = probe(hosts[host], fixed)
+    assert after.unloaded and load_verdict(fixed, LoadHost.named(host)).unloads
+    done = subprocess.run([sys.executable, "-c", CALL_RUN, str(fixed)], capture_output=True,
+                          text=True, check=True)
+    assert done.stdout.strip() == str(len("a string longer than the small buffer, 42"))
+
+
+# A pinned dependency (first provider of a UNIQUE name) that calls back into the library
+# that needs it, through a lazy PLT slot only: RTLD_LAZY binds nothing, RTLD_NOW binds it.
+CALLS_BACK = FIRST_TO_PROVIDE + r"""
+extern "C" int callback();
+extern "C" int use() { return callback() + get(); }
+"""
+CALLED_BACK = "int callback(void) { return 6; }\n"
+
+
+@pytest.fixture(scope="session")
+def called_back(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("now")
+    pinned = compile_linked("g++", "c++", folder / "libcaller.so", CALLS_BACK,
+                            soname="libcaller.so")
+    return compile_linked("gcc", "c", folder / "libcallee.so", CALLED_BACK,
+                          soname="libcallee.so", needed=(pinned,),
+                          flags=(f"-Wl,-rpath,{folder}",))
+
+
+def test_check_and_scan_take_the_host_and_rtld_now(
+        built: dict[str, Path], called_back: Path, hosts: dict[str, list[str]],
+        tmp_path: Path) -> None:
+    """check --host/--now and scan --now, held against the real loader in a C host."""
+    lazy, now = probe(hosts["c"], called_back), probe(hosts["c"], called_back, now=True)
+    assert (lazy.unloaded, now.unloaded) == (True, False)  # the scenario is what it claims
+    config = tmp_path / "policy.toml"
+    config.write_text('unique = "ignore"\nstays-loaded = "error"\n')
+    library = str(called_back)
+    assert elfpatch.check(library, config=config).passed
+    held = elfpatch.check(library, config=config, now=True)
+    assert [f.rule for f in held.findings] == [RULE_STAYS_LOADED]
+    assert "libcaller.so" in held.findings[0].message
+    assert invoke("check", "--config", str(config), library).exit_code == 0
+    assert invoke("check", "--config", str(config), "--now", library).exit_code == 1
+    assert elfpatch.scan(library).files[0].unloads_on_dlclose is True
+    assert elfpatch.scan(library, now=True).files[0].unloads_on_dlclose is False
+    assert '"unloads_on_dlclose": false' in invoke("scan", "--json", "--now", library).stdout
+    # The host: a C++ program has libstdc++ loaded already, so the extension unloads there.
+    extension = str(built["std"])
+    assert probe(hosts["c++"], extension).unloaded and not probe(hosts["c"], extension).unloaded
+    assert not elfpatch.check(extension, config=config).passed
+    assert elfpatch.check(extension, config=config, host="c++").passed
+    assert invoke("check", "--config", str(config), "--host", "c++", extension).exit_code == 0
+    assert invoke("check", "--config", str(config), "--host", "c", extension).exit_code == 1
+    bad = invoke("check", "--config", str(config), "--host", "/no/such/program", extension)
+    assert bad.exit_code == 2 and bad.stderr.count("\n") == 1
+
+
 def test_a_reference_to_the_runtimes_version_does_not_keep_an_instantiation(
         built: dict[str, Path], hosts: dict[str, list[str]], tmp_path: Path) -> None:
     """A user linked against libstdc++ first asks for GLIBCXX_3.4's do_widen: hidden in

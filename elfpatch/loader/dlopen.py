@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate, compress
@@ -228,6 +229,7 @@ class _Image:
     unique: frozenset[int] = frozenset()  # export indices bound UNIQUE
     versions: SymbolVersions | None = None
     references: list[tuple[bytes, str | None, bool]] = field(default_factory=list)
+    lazy: dict[bytes, int] = field(default_factory=dict)  # lazy function slots: name -> index
     registers_tls_destructors: bool = False
     static_tls: int = 0  # PT_TLS size of an object built for initial-exec TLS
     deps: list[_Image] = field(default_factory=list)
@@ -332,6 +334,9 @@ def _read_references(image: _Image, elf: ElfFile, table: SymbolTable, names: _Na
         version_names = [versions.version_of(i)[0] for i in looked_up]
     weak = [bindings[i] == C.STB_WEAK and shndxs[i] == C.SHN_UNDEF for i in looked_up]
     image.references = list(zip(names.of(looked_up), version_names, weak, strict=True))
+    lazy_only = sorted(i for i in lazy - now if bindings[i] != C.STB_LOCAL
+                       and visibilities[i] not in (C.STV_HIDDEN, C.STV_INTERNAL))
+    image.lazy = dict(zip(names.of(lazy_only), lazy_only, strict=True))
     undefined = [i for i in now | lazy if shndxs[i] == C.SHN_UNDEF]
     image.registers_tls_destructors = any(n in _TLS_ATEXIT for n in names.of(undefined))
 
@@ -361,24 +366,33 @@ def _relocated_symbols(elf: ElfFile, bind_now: bool) -> tuple[set[int], set[int]
 # while it loads (initializer first), or None: the machine-code analysis, which
 # lives above this layer, passed in by the caller.
 ThreadDestructorsAtLoad = Callable[[str], "tuple[str, ...] | None"]
+# The names an object's code calls through its PLT or GOT from the given entries (its
+# exported functions' names, "" for its initializers) and those asked before: the
+# machine-code walk (``analysis.calls_at_load``), passed in by the caller too.
+CallsAtLoad = Callable[[str, "tuple[str, ...]"], "tuple[str, ...]"]
+INITIALIZERS = ""
 
 
 def dlopen_verdict(root: str | os.PathLike[str], host: LoadHost | None = None, *,
                    profile: HostProfile | None = None,
-                   registers_at_load: ThreadDestructorsAtLoad | None = None) -> LoadVerdict:
+                   registers_at_load: ThreadDestructorsAtLoad | None = None,
+                   calls_at_load: CallsAtLoad | None = None) -> LoadVerdict:
     """Whether ``root`` loads in ``host`` (default: a plain C program), and whether
     ``dlclose`` unloads it again, with every blocker and its cure.
 
     ``registers_at_load`` answers, for an object that registers thread_local
     destructors, whether its initializers do so while it loads; without it
-    that stays a condition (``Blocker.certain`` False).
+    that stays a condition (``Blocker.certain`` False).  ``calls_at_load``
+    tells which functions the initializers call, so that the lazy slots they
+    bind are bound in the model too; without it lazy slots stay unbound.
     """
     host = host or LoadHost.c_program()
     profile = profile or HostProfile.of_this_host()
     path = os.fspath(root)
     closure = dependency_closure(path, host=profile)
     started = _host_images(host, closure, path, profile)
-    return _Dlopen(path, host, closure, started, registers_at_load).verdict()
+    return _Dlopen(path, host, closure, started, registers_at_load,
+                   calls_at_load).verdict()
 
 
 def _host_images(host: LoadHost, closure: Closure, root: str,
@@ -444,7 +458,8 @@ class _Dlopen:
     """One dlopen of ``root`` in a host, then its dlclose."""
 
     def __init__(self, root: str, host: LoadHost, closure: Closure, started: list[_Image],
-                 registers_at_load: ThreadDestructorsAtLoad | None = None) -> None:
+                 registers_at_load: ThreadDestructorsAtLoad | None = None,
+                 calls_at_load: CallsAtLoad | None = None) -> None:
         self.root_path = root
         self.host = host
         self.closure = closure
@@ -469,6 +484,9 @@ class _Dlopen:
         self.bindings: dict[_Image, dict[_Image, list[bytes]]] = {}
         self.errors: list[str] = []
         self.registers_at_load = registers_at_load
+        self.calls_at_load = calls_at_load
+        self.scope: list[_Image] = []
+        self.merged: dict[bytes, _Image] = {}
         self.thread_destructors: dict[_Image, tuple[str, ...]] = {}
 
     def _image_for(self, path: str, soname: str | None, started: list[_Image]) -> _Image:
@@ -506,6 +524,10 @@ class _Dlopen:
         pinned = self._pinned()
         if self.root not in pinned and self.registers_at_load is not None:
             pinned = self._pinned_by_thread_destructors(pinned)
+        if self.root not in pinned and self.calls_at_load is not None \
+                and self._lazy_slots_could_pin(pinned):
+            self._bind_calls_at_load()
+            pinned = self._pinned()
         blockers = self._blockers(pinned)
         kept = tuple(i.path for i in self.local_scope if i.new and i in pinned)
         unloads = not (self.host.musl or self.root in pinned)
@@ -552,8 +574,8 @@ class _Dlopen:
                         self.unique_entered.setdefault(name, definer)
 
     def _relocate(self) -> None:
-        scope = self.global_scope + self.local_scope
-        merged = _merged_scope(scope)
+        scope = self.scope = self.global_scope + self.local_scope
+        merged = self.merged = _merged_scope(scope)
         for image in self.relocation_order:
             edges = self.bindings.setdefault(image, {})
             for name, version, weak in image.references:
@@ -590,6 +612,51 @@ class _Dlopen:
         # A versioned reference the first default definition does not satisfy.
         return next((image for image in scope if image.definition(name, version) is not None),
                     None)
+
+    # -- initializers --------------------------------------------------------------------
+    def _lazy_slots_could_pin(self, pinned: dict[_Image, tuple[str, _Image | None]]) -> bool:
+        """Whether a pinned object has a lazy slot that a call would bind to a new object
+        not pinned yet: only then can the calls the initializers make change anything."""
+        merged = self.merged
+        for image in pinned:
+            for name in image.lazy:
+                definer = merged.get(name)
+                if definer is not None and definer.new and definer not in pinned:
+                    return True
+        return False
+
+    def _bind_calls_at_load(self) -> None:
+        """The lazy slots bound by the calls the new objects' initializers make, and by
+        the calls those functions make in turn, across objects (glibc's ``_dl_fixup``
+        looks them up in the same scope as the relocations did)."""
+        assert self.calls_at_load is not None
+        entries = {image: {INITIALIZERS} for image in self.relocation_order}
+        handled: dict[_Image, set[bytes]] = {image: set() for image in self.relocation_order}
+        queue = deque(self.relocation_order)
+        while queue:
+            image = queue.popleft()
+            called = self.calls_at_load(image.path, tuple(sorted(entries[image])))
+            for text in called:
+                name = text.encode("utf-8", "surrogateescape")
+                if name in handled[image]:
+                    continue
+                handled[image].add(name)
+                definer = self._bind_call(image, name)
+                if definer is not None and definer.new and text not in entries[definer]:
+                    entries[definer].add(text)
+                    queue.append(definer)
+
+    def _bind_call(self, image: _Image, name: bytes) -> _Image | None:
+        """The object a call of ``name`` from ``image`` reaches; a lazy slot's binding is
+        recorded like a relocation's."""
+        index = image.lazy.get(name)
+        version = None
+        if index is not None and image.versions is not None and image.versions.versym:
+            version = image.versions.version_of(index)[0]
+        definer = self._lookup(self.merged, self.scope, name, version)
+        if index is not None and definer is not None and definer is not image and definer.new:
+            self.bindings.setdefault(image, {}).setdefault(definer, []).append(name)
+        return definer
 
     # -- dlclose ------------------------------------------------------------------------
     def _pinned_by_thread_destructors(self, pinned: dict[_Image, tuple[str, _Image | None]]
@@ -646,7 +713,7 @@ class _Dlopen:
         if chain:
             blockers.append(Blocker(
                 TLS_DESTRUCTORS, "an initializer registers a thread_local destructor while "
-                f"it loads ({' -> '.join(chain[:1] + chain[-2:])}): it stays while the "
+                f"it loads ({_chain_text(chain)}): it stays while the "
                 "loading thread lives", chain[-EVIDENCE:], len(chain),
                 cure=CURES[TLS_DESTRUCTORS]))
         elif root.registers_tls_destructors:
@@ -688,6 +755,12 @@ def _pin_reason(image: _Image, pinned: dict[_Image, tuple[str, _Image | None]]) 
     assert holder is not None
     verb = "bound to by" if reason == BOUND_BY_PINNED else "needed by"
     return f"{verb} {Path(holder.path).name}"
+
+
+def _chain_text(chain: tuple[str, ...]) -> str:
+    """The initializer, then the last two calls to the registration (all, when short)."""
+    shown = chain if len(chain) <= 3 else (chain[0], "...", *chain[-2:])
+    return " -> ".join(shown)
 
 
 def _merged_scope(scope: list[_Image]) -> dict[bytes, _Image]:

@@ -26,6 +26,7 @@ from elfpatch.analysis.policy import Policy
 from elfpatch.base.regular_file import read_regular_text, write_regular_text
 from elfpatch.elf.source import ElfSource, open_source
 from elfpatch.errors import PARSE_FAILURES, ElfpatchError, InputError, malformed
+from elfpatch.loader.dlopen import LoadHost
 from elfpatch.service.inputs import split_sources
 from elfpatch.service.load import with_load_verdicts
 from elfpatch.service.parallel import run_alongside, worker_pool
@@ -36,15 +37,17 @@ Progress = Callable[[str], None]
 
 def run_check(paths: Iterable[str], policy: Policy, baseline: set[str], jobs: int = 1,
               need_effects: bool = True, progress: Progress | None = None,
-              need_sources: bool = False) -> CheckResult:
-    """``need_sources``: also find where UNIQUE definitions are declared (DWARF; for SARIF)."""
+              need_sources: bool = False, host: LoadHost | None = None,
+              now: bool = False) -> CheckResult:
+    """``need_sources``: also find where UNIQUE definitions are declared (DWARF; for SARIF);
+    ``host`` and ``now``: the process and dlopen mode of the loader's verdicts."""
     sources, errors = split_sources(paths)
     need_effects = need_effects and (policy.exit_time_destructors != "ignore"
                                      or policy.init_order != "ignore"
                                      or policy.destruction_order != "ignore")
     facts = gather_all(sources, need_effects, jobs, errors, progress, need_sources)
     if policy.asks_the_loader:
-        facts = _with_load_verdicts(facts, errors)
+        facts = _with_load_verdicts(facts, errors, host, now)
     packages = {package_of_source(s) for s in sources if s.member is not None}
     clashes = find_clashes(facts, {s.path: package_of_source(s) for s in sources}) \
         if len(packages) > 1 else []
@@ -52,9 +55,9 @@ def run_check(paths: Iterable[str], policy: Policy, baseline: set[str], jobs: in
                        tuple(clashes), tuple(errors))
 
 
-def _with_load_verdicts(facts: list[LibraryFacts],
-                        errors: list[ElfpatchError]) -> list[LibraryFacts]:
-    scans = with_load_verdicts([f.scan for f in facts], errors=errors)
+def _with_load_verdicts(facts: list[LibraryFacts], errors: list[ElfpatchError],
+                        host: LoadHost | None, now: bool) -> list[LibraryFacts]:
+    scans = with_load_verdicts([f.scan for f in facts], host, errors=errors, now=now)
     return [replace(f, scan=scan) for f, scan in zip(facts, scans, strict=True)]
 
 

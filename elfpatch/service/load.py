@@ -20,6 +20,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from elfpatch.analysis.calls_at_load import PltCalls
 from elfpatch.analysis.thread_exit import thread_destructor_at_load
 from elfpatch.analysis.unique import FileScan
 from elfpatch.base.regular_file import require_space
@@ -32,11 +33,13 @@ from elfpatch.wheel.read import elf_members, open_archive
 
 def with_load_verdicts(scans: list[FileScan], host: LoadHost | None = None,
                        profile: HostProfile | None = None,
-                       errors: list[ElfpatchError] | None = None) -> list[FileScan]:
+                       errors: list[ElfpatchError] | None = None,
+                       now: bool = False) -> list[FileScan]:
     """``scans`` with ``load`` filled in wherever this machine's loader can answer.
 
-    A wheel whose members cannot be unpacked for the model (no room in
-    ``TMPDIR``) gets no verdicts, and the reason is added to ``errors``.
+    ``now``: each host, the default ones too, dlopens with RTLD_NOW.  A wheel
+    whose members cannot be unpacked for the model (no room in ``TMPDIR``)
+    gets no verdicts, and the reason is added to ``errors``.
     """
     profile = profile or HostProfile.of_this_host()
     by_archive: dict[str, list[int]] = defaultdict(list)
@@ -45,12 +48,13 @@ def with_load_verdicts(scans: list[FileScan], host: LoadHost | None = None,
         if scan.machine != profile.machine or scan.elf_type != "DYN":
             continue
         if scan.member is None:
-            verdict = _verdict(Path(scan.path), host or LoadHost.c_program(), profile)
+            verdict = _verdict(Path(scan.path), _mode(host or LoadHost.c_program(), now),
+                               profile)
             results[position] = dataclasses.replace(scan, load=verdict)
         else:
             by_archive[scan.path].append(position)
     for archive, positions in by_archive.items():
-        wheel_host = host or _wheel_host(archive)
+        wheel_host = _mode(host or _wheel_host(archive), now)
         try:
             verdicts = _archive_verdicts(archive, [scans[p].member or "" for p in positions],
                                          wheel_host, profile)
@@ -65,6 +69,11 @@ def with_load_verdicts(scans: list[FileScan], host: LoadHost | None = None,
     return results
 
 
+def _mode(host: LoadHost, now: bool) -> LoadHost:
+    """``host`` dlopening with RTLD_NOW when asked (it may ask for it itself)."""
+    return dataclasses.replace(host, bind_now=True) if now and not host.bind_now else host
+
+
 def _wheel_host(archive: str) -> LoadHost:
     python = LoadHost.python()
     if "musllinux" in Path(archive).name:
@@ -75,9 +84,35 @@ def _wheel_host(archive: str) -> LoadHost:
 def load_verdict(path: Path, host: LoadHost, profile: HostProfile | None = None
                  ) -> LoadVerdict:
     """The loader model's verdict, told which objects' initializers register a
-    thread_local destructor while they load (found by following their code)."""
-    return dlopen_verdict(path, host, profile=profile,
-                          registers_at_load=thread_destructors_at_load)
+    thread_local destructor while they load, and which functions the initializers
+    call (both found by following their code)."""
+    with _CodeWalks() as walks:
+        return dlopen_verdict(path, host, profile=profile,
+                              registers_at_load=thread_destructors_at_load,
+                              calls_at_load=walks.calls_from)
+
+
+class _CodeWalks:
+    """One walk of each object's code per verdict, its file held open until the end."""
+
+    def __init__(self) -> None:
+        self._walks: dict[str, PltCalls] = {}
+        self._files: list[ElfFile] = []
+
+    def calls_from(self, path: str, entries: tuple[str, ...]) -> tuple[str, ...]:
+        walk = self._walks.get(path)
+        if walk is None:
+            elf = ElfFile.open(path)
+            self._files.append(elf)
+            walk = self._walks[path] = PltCalls(elf, path)
+        return walk.calls_from(entries)
+
+    def __enter__(self) -> _CodeWalks:
+        return self
+
+    def __exit__(self, *_exception: object) -> None:
+        for elf in self._files:
+            elf.close()
 
 
 def thread_destructors_at_load(path: str) -> tuple[str, ...] | None:
