@@ -23,7 +23,7 @@ import dataclasses
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 # Event kinds: (kind, subject, callee, position).  The subject is a global's
 # symbol, or a parameter's position (an int) in a parameter sweep.
@@ -32,7 +32,9 @@ from typing import NamedTuple
 # GUARD: __cxa_guard_acquire (subject True) or __cxa_guard_release (False), between
 # which a function-local static is built on its first use.
 READ, WRITE, ADDRESS, PASS, PASS_FOREIGN, UNKNOWN_PASS, CALL, ATEXIT, HOOK, GUARD = range(10)
-Event = tuple  # (int, str | int | AtExit, int | None, int)
+# The subject (str, int, bool or AtExit) and the callee (int or None) are typed by the
+# kind: a tagged union a type checker cannot narrow on an int, hence Any for those two.
+Event = tuple[int, Any, Any, int]
 
 # What a function does with one of its pointer parameters (bits): reads
 # through it, writes through it, or hands it as the object to act on (its
