@@ -9,10 +9,12 @@ same (low, high, name) ranges for DWARF 4 and 5, with and without
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 from elfpatch.fixtures import build
+from support.build import compile_linked
 from support.inits import toolchain
 
 from elfpatch.analysis import dwarf
@@ -92,3 +94,36 @@ def test_names_are_read_from_views_of_any_length() -> None:
     assert unit.cstring(".debug_str", 998) == b"aa"
     with pytest.raises(dwarf._Unreadable):
         unit.cstring(".debug_str", 1001)
+
+
+# A compile unit whose DW_AT_low_pc is an inline string (DW_FORM_string): no producer
+# writes that, and where a number is read a string must cost the names, not raise.
+STRING_LOW_PC = """
+    .section .debug_abbrev,"",@progbits
+    .uleb128 1, 0x11                 # abbreviation 1: DW_TAG_compile_unit
+    .byte 0                          # no children
+    .uleb128 0x03, 0x08              # DW_AT_name, DW_FORM_string
+    .uleb128 0x11, 0x08              # DW_AT_low_pc, DW_FORM_string (the corrupt one)
+    .uleb128 0x12, 0x07              # DW_AT_high_pc, DW_FORM_data8 (a length)
+    .uleb128 0, 0
+    .byte 0
+    .section .debug_info,"",@progbits
+    .long 2f - 1f                    # unit_length
+1:  .short 4                         # DWARF 4
+    .long 0                          # abbreviation offset
+    .byte 8                          # address size
+    .uleb128 1
+    .asciz "unit.c"
+    .asciz "x"
+    .quad 16
+2:
+"""
+
+
+def test_a_string_where_an_address_belongs_costs_only_the_names(tmp_path: Path) -> None:
+    library = compile_linked("gcc", "assembler", tmp_path / "libstringpc.so", STRING_LOW_PC,
+                             soname="libstringpc.so")
+    with ElfFile.open(library) as elf:
+        assert elf.section_by_name(".debug_info") is not None
+        assert dwarf.compile_unit_ranges(elf) == []
+        assert dwarf.units_of(elf, [0x1000]) == {}

@@ -15,7 +15,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator
 
-from elfpatch.elf.file import ElfFile
+from elfpatch.elf.file import ElfFile, Section
 
 SHF_COMPRESSED = 0x800
 
@@ -125,7 +125,7 @@ def _covering_units(reader: _Reader, data: memoryview, wanted: list[int],
 
 
 class _Reader:
-    def __init__(self, elf: ElfFile, sections: dict) -> None:
+    def __init__(self, elf: ElfFile, sections: dict[str, Section]) -> None:
         self.little = elf.header.little_endian
         # Views, not copies: a -g program's .debug_str runs to 100 MB and more, of
         # which a unit's name is a few bytes.
@@ -197,7 +197,7 @@ class _Reader:
             yield from ((low, high, name) for low, high in unit.code_ranges(values))
 
     def top_entry(self, at: int, offset_size: int,
-                  ) -> tuple[_Unit, dict[int, tuple[int, int | bytes]]] | None:
+                  ) -> tuple[_Unit, _Attributes] | None:
         """The unit's decoder and its top entry's attributes (None: not a compile unit)."""
         version = self.word(self.info, at, 2)
         if version >= 5:
@@ -215,7 +215,7 @@ class _Reader:
         unit = _Unit(self, version, offset_size, address_size)
         code, at = self.uleb(self.info, at)
         attributes = self.abbreviation(abbrev_offset, code)
-        values: dict[int, tuple[int, int | bytes]] = {}
+        values: _Attributes = {}
         for attribute, form, constant in attributes:
             value, at = unit.value(at, form, constant)
             if attribute in _WANTED:
@@ -254,6 +254,26 @@ class _Reader:
 
 _WANTED = frozenset({_NAME, _LOW_PC, _HIGH_PC, _RANGES, _STR_OFFSETS_BASE, _ADDR_BASE,
                      _RNGLISTS_BASE})
+# A top entry's wanted attributes: DW_AT_* -> (DW_FORM_*, value); a value is bytes
+# only for an inline string (DW_FORM_string).
+_Attributes = dict[int, tuple[int, int | bytes]]
+
+
+def _numeric(values: _Attributes, attribute: int) -> tuple[int, int] | None:
+    """(form, value) of an attribute that holds a number: an address, an offset, a size.
+    A string there is DWARF no producer writes (the caller does without the unit names)."""
+    found = values.get(attribute)
+    if found is None:
+        return None
+    form, value = found
+    if isinstance(value, bytes):
+        raise _Unreadable
+    return form, value
+
+
+def _number(values: _Attributes, attribute: int, default: int) -> int:
+    found = _numeric(values, attribute)
+    return default if found is None else found[1]
 
 
 class _Unit:
@@ -300,7 +320,7 @@ class _Unit:
             return 0, at + length
         raise _Unreadable
 
-    def name(self, found: tuple[int, int | bytes] | None, values: dict) -> str | None:
+    def name(self, found: tuple[int, int | bytes] | None, values: _Attributes) -> str | None:
         if found is None:
             return None
         form, value = found
@@ -311,7 +331,7 @@ class _Unit:
         elif form == _LINE_STRP:
             text = self.cstring(".debug_line_str", value)
         elif form in _STRX:
-            base = values.get(_STR_OFFSETS_BASE, (0, 8 if self.offset_size == 4 else 16))[1]
+            base = _number(values, _STR_OFFSETS_BASE, 8 if self.offset_size == 4 else 16)
             offsets = self.reader.data[".debug_str_offsets"]
             at = base + value * self.offset_size
             text = self.cstring(".debug_str", self.reader.word(offsets, at, self.offset_size))
@@ -331,23 +351,23 @@ class _Unit:
                 raise _Unreadable
             chunk *= 4
 
-    def address(self, form: int, value: int, values: dict) -> int:
+    def address(self, form: int, value: int, values: _Attributes) -> int:
         if form not in _ADDRX:
             return value
-        base = values.get(_ADDR_BASE, (0, 8))[1]
+        base = _number(values, _ADDR_BASE, 8)
         return self.reader.word(self.reader.data[".debug_addr"],
                                 base + value * self.address_size, self.address_size)
 
-    def code_ranges(self, values: dict) -> list[tuple[int, int]]:
-        low = values.get(_LOW_PC)
+    def code_ranges(self, values: _Attributes) -> list[tuple[int, int]]:
+        low = _numeric(values, _LOW_PC)
         base = self.address(low[0], low[1], values) if low is not None else 0
-        high = values.get(_HIGH_PC)
+        high = _numeric(values, _HIGH_PC)
         if low is not None and high is not None:
             form, value = high
             end = self.address(form, value, values) if form == _ADDR or form in _ADDRX \
                 else base + value
             return [(base, end)]
-        ranges = values.get(_RANGES)
+        ranges = _numeric(values, _RANGES)
         if ranges is None:
             return []
         form, offset = ranges
@@ -371,11 +391,11 @@ class _Unit:
                 yield base + begin, base + end
 
     def range_list(self, form: int, offset: int, base: int,
-                   values: dict) -> Iterator[tuple[int, int]]:
+                   values: _Attributes) -> Iterator[tuple[int, int]]:
         """DWARF 5 ``.debug_rnglists`` entries (DW_RLE_*)."""
         data, reader, size = self.reader.data[".debug_rnglists"], self.reader, self.address_size
         if form == _RNGLISTX:
-            lists = values.get(_RNGLISTS_BASE, (0, 12 if self.offset_size == 4 else 20))[1]
+            lists = _number(values, _RNGLISTS_BASE, 12 if self.offset_size == 4 else 20)
             offset = lists + reader.word(data, lists + offset * self.offset_size,
                                          self.offset_size)
         at = offset

@@ -17,7 +17,7 @@ _HOST_LITTLE = sys.byteorder == "little"
 
 
 def column(table: memoryview, entsize: int, offset: int, width: int,
-           little_endian: bool) -> array:
+           little_endian: bool) -> array[int]:
     """Field of ``width`` bytes at ``offset`` in each ``entsize``-byte record."""
     code = _TYPECODE[width]
     count = len(table) // entsize
@@ -48,7 +48,7 @@ def byte_mask(wanted: Collection[int]) -> bytes:
     return bytes(1 if b in wanted else 0 for b in range(256))
 
 
-def pack_column(values: array, little_endian: bool) -> bytes:
+def pack_column(values: array[int], little_endian: bool) -> bytes:
     """The raw bytes of a column in the file's byte order."""
     if values.itemsize > 1 and little_endian != _HOST_LITTLE:
         swapped = array(values.typecode, values)

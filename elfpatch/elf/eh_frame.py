@@ -32,7 +32,7 @@ class FunctionBounds:
         self.elf = elf
 
     @cached_property
-    def _table(self) -> tuple[array, array] | None:
+    def _table(self) -> tuple[array[int], array[int]] | None:
         """(starts, FDE addresses), sorted by start; None without a usable table."""
         header = next((s for s in self.elf.segments if s.type == PT_GNU_EH_FRAME), None)
         if header is None or header.filesz < _HEADER + 8:

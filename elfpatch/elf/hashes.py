@@ -25,7 +25,7 @@ class GnuHashTable:
     bloom_size: int
     bloom_shift: int
     word_size: int  # size of one Bloom filter word (4 or 8)
-    buckets: array
+    buckets: array[int]
     chains_offset: int  # file offset of chain[0] (the entry for symbol symoffset)
 
     @property
@@ -51,8 +51,8 @@ class SysvHashTable:
     entry_size: int  # 4, or 8 on 64-bit s390 and alpha
     nbucket: int
     nchain: int
-    buckets: array
-    chains: array
+    buckets: array[int]
+    chains: array[int]
 
     @property
     def buckets_offset(self) -> int:
@@ -119,13 +119,13 @@ def read_sysv_hash(elf: ElfFile) -> SysvHashTable | None:
     return SysvHashTable(offset, size, nbucket, nchain, values[:nbucket], values[nbucket:])
 
 
-def read_gnu_chains(elf: ElfFile, table: GnuHashTable, count: int) -> array:
+def read_gnu_chains(elf: ElfFile, table: GnuHashTable, count: int) -> array[int]:
     """The chain entries of symbols symoffset..count-1 (``count``: .dynsym's size)."""
     return column(elf.bytes_at(table.chains_offset, 4 * (count - table.symoffset),
                                ".gnu.hash chains"), 4, 0, 4, elf.header.little_endian)
 
 
-def gnu_chain_end_flags(chains: array) -> bytes:
+def gnu_chain_end_flags(chains: array[int]) -> bytes:
     """1 for each chain entry with the end bit set, else 0: one byte per entry, made in C.
 
     The end bit is the lowest bit of each entry's least significant byte.

@@ -34,17 +34,17 @@ class RelocationTable:
     def raw(self) -> memoryview:
         return self.elf.view[self.offset : self.offset + self.count * self.entsize]
 
-    def _column(self, slot: int) -> array:
+    def _column(self, slot: int) -> array[int]:
         w = self.elf.word_size
         return column(self.raw, self.entsize, slot * w, w, self.elf.header.little_endian)
 
     @cached_property
-    def offsets(self) -> array:
+    def offsets(self) -> array[int]:
         """r_offset: the address each relocation patches."""
         return self._column(0)
 
     @cached_property
-    def infos(self) -> array:
+    def infos(self) -> array[int]:
         return self._column(1)
 
     def entry(self, k: int) -> tuple[int, int, int]:
@@ -66,14 +66,14 @@ class RelocationTable:
         return 32 if self.elf.word_size == 8 else 8
 
     @cached_property
-    def symbol_indices(self) -> array:
+    def symbol_indices(self) -> array[int]:
         """The symbol index in each r_info (its upper 32 bits in ELF64, upper 24 in ELF32)."""
         if self.elf.word_size == 8:
             return self._half_of_info(upper=True)
         return array("I", [info >> 8 for info in self.infos])
 
     @cached_property
-    def types(self) -> array:
+    def types(self) -> array[int]:
         """The relocation type in each r_info (its lower 32 bits in ELF64, lowest 8 in ELF32)."""
         if self.elf.word_size == 8:
             return self._half_of_info(upper=False)
@@ -84,7 +84,7 @@ class RelocationTable:
         little = self.elf.header.little_endian
         return 8 + (4 if upper == little else 0)
 
-    def _half_of_info(self, upper: bool) -> array:
+    def _half_of_info(self, upper: bool) -> array[int]:
         return column(self.raw, self.entsize, self.info_half_offset(upper), 4,
                       self.elf.header.little_endian)
 
@@ -180,7 +180,7 @@ def relr_addresses(elf: ElfFile) -> list[int]:
     return decode_relr(entries, w)
 
 
-def decode_relr(entries: array | list[int], word_size: int) -> list[int]:
+def decode_relr(entries: array[int] | list[int], word_size: int) -> list[int]:
     """Expand RELR: an even entry is an address, an odd one a bitmap of the next words."""
     addresses: list[int] = []
     bits = word_size * 8 - 1

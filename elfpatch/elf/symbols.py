@@ -107,7 +107,7 @@ class SymbolTable:
     def field_offset(self, field: str) -> int:
         return self._layout[field][0]
 
-    def _column(self, field: str) -> array:
+    def _column(self, field: str) -> array[int]:
         offset, width = self._layout[field]
         return column(self.raw, self.entsize, offset, width, self.elf.header.little_endian)
 
@@ -179,15 +179,15 @@ class SymbolTable:
         return [i for i in compress(picked, map(self.shndxs.__getitem__, picked)) if i]
 
     @cached_property
-    def name_offsets(self) -> array:
+    def name_offsets(self) -> array[int]:
         return self._column("name")
 
     @cached_property
-    def shndxs(self) -> array:
+    def shndxs(self) -> array[int]:
         return self._column("shndx")
 
     @cached_property
-    def values(self) -> array:
+    def values(self) -> array[int]:
         return self._column("value")
 
     def unique_indices(self) -> list[int]:

@@ -50,7 +50,7 @@ class SymbolVersions:
     (0, 1 and the VER_FLG_BASE entry).
     """
 
-    versym: array
+    versym: array[int]
     names: dict[int, str] = field(default_factory=dict)
     defined: frozenset[str] = frozenset()  # every verdef name, the base one included
     needs: tuple[VersionNeed, ...] = ()

@@ -348,7 +348,7 @@ def _relocated_symbols(elf: ElfFile, bind_now: bool) -> tuple[set[int], set[int]
     lazy: set[int] = set()
     for relocations in dynamic_relocation_tables(elf):
         types, symbols = relocations.types, relocations.symbol_indices
-        if jump_slot not in types or bind_now:
+        if jump_slot is None or jump_slot not in types or bind_now:
             now.update(symbols)
         elif types.count(jump_slot) == len(types):
             lazy.update(symbols)

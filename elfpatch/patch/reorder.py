@@ -53,12 +53,12 @@ class Reordering:
             return self.first_global + position
         return old + len(self.moved) - bisect_right(self.moved, old)
 
-    def mapping(self) -> array:
+    def mapping(self) -> array[int]:
         """new_index for every old index, as one array built from runs, not per symbol."""
         return self._mapping
 
     @cached_property
-    def _mapping(self) -> array:
+    def _mapping(self) -> array[int]:
         table = array("I", range(self.first_global))
         table.extend(range(self.count - self.first_global))  # placeholder, overwritten below
         moved, first = self.moved, self.first_global
@@ -142,8 +142,8 @@ def relocation_edits(elf: ElfFile, tables: list[RelocationTable], reordering: Re
     return edits
 
 
-def _renumbered_symbols(elf: ElfFile, table: RelocationTable, mapping: array,
-                        reordering: Reordering, block: int = 4096) -> array:
+def _renumbered_symbols(elf: ElfFile, table: RelocationTable, mapping: array[int],
+                        reordering: Reordering, block: int = 4096) -> array[int]:
     """The table's symbol indices mapped to their new values.
 
     Relative relocations (symbol 0) make up most of a large library's table
@@ -162,7 +162,7 @@ def _renumbered_symbols(elf: ElfFile, table: RelocationTable, mapping: array,
     return renumbered
 
 
-def _with_symbols(elf: ElfFile, table: RelocationTable, symbols: array) -> bytearray:
+def _with_symbols(elf: ElfFile, table: RelocationTable, symbols: array[int]) -> bytearray:
     """The table's bytes with each r_info carrying the given symbol index."""
     little = elf.header.little_endian
     if elf.word_size == 8:  # the index is a 32-bit half of r_info: write just that half
@@ -242,7 +242,7 @@ class _GnuRuns:
     length: int  # number of hashed symbols
 
     @classmethod
-    def read(cls, elf: ElfFile, table: GnuHashTable, chains: array) -> _GnuRuns:
+    def read(cls, elf: ElfFile, table: GnuHashTable, chains: array[int]) -> _GnuRuns:
         symoffset, length = table.symoffset, len(chains)
         buckets = [bucket for bucket, start in enumerate(table.buckets) if start]
         buckets.sort(key=table.buckets.__getitem__)  # linear: linkers lay buckets out in order
@@ -281,7 +281,7 @@ class _GnuRuns:
         return candidate if candidate <= end else None
 
 
-def _ends_exactly_before(chains: array, stops: list[int]) -> bool:
+def _ends_exactly_before(chains: array[int], stops: list[int]) -> bool:
     """Whether the chain entries with the end bit set are exactly those before ``stops``.
 
     Counting the end bits and checking each expected one is done without a
@@ -291,8 +291,8 @@ def _ends_exactly_before(chains: array, stops: list[int]) -> bool:
     return ends.count(1) == len(stops) and all(ends[stop - 1] for stop in stops)
 
 
-def _chains_without(chains: array, removed: list[int], gone: set[int],
-                    runs: _GnuRuns) -> array:
+def _chains_without(chains: array[int], removed: list[int], gone: set[int],
+                    runs: _GnuRuns) -> array[int]:
     """The chain entries of the symbols that stay, with their buckets' end bits in place."""
     kept = array("I")
     previous = 0
@@ -308,7 +308,7 @@ def _chains_without(chains: array, removed: list[int], gone: set[int],
     return kept
 
 
-def _bloom_without(elf: ElfFile, table: GnuHashTable, chains: array, runs: _GnuRuns,
+def _bloom_without(elf: ElfFile, table: GnuHashTable, chains: array[int], runs: _GnuRuns,
                    removed: list[int], gone: set[int],
                    name_of: Callable[[int], bytes]) -> list[int]:
     """The Bloom filter with the words the removed symbols set rebuilt from those left.
@@ -330,7 +330,7 @@ def _bloom_without(elf: ElfFile, table: GnuHashTable, chains: array, runs: _GnuR
     return [rebuilt[word] if word in touched else value for word, value in enumerate(stored)]
 
 
-def _full_gnu_hash(table: GnuHashTable, chains: array, runs: _GnuRuns, position: int,
+def _full_gnu_hash(table: GnuHashTable, chains: array[int], runs: _GnuRuns, position: int,
                    name_of: Callable[[int], bytes]) -> int:
     """The symbol's hash: the chain keeps all but bit 0, which the bucket decides.
 

@@ -174,14 +174,14 @@ class _Layout:
         return old + len(self.moved) - k
 
     @cached_property
-    def old_of_new(self) -> array:
+    def old_of_new(self) -> array[int]:
         table = array("I", bytes(4 * self.count))
         for new, old, length in self.runs():
             table[new : new + length] = array("I", range(old, old + length))
         return table
 
     @cached_property
-    def new_of_old(self) -> array:
+    def new_of_old(self) -> array[int]:
         table = array("I", bytes(4 * self.count))
         for new, old, length in self.runs():
             table[old : old + length] = array("I", range(new, new + length))
@@ -430,7 +430,7 @@ class _OldGnuShape:
     symbols left among positions < p; ``end_positions``: where the end bits are.
     """
 
-    chains: array
+    chains: array[int]
     ends_before: list[int]
     kept_before: list[int]
     end_positions: list[int]
@@ -446,13 +446,13 @@ class _OldGnuShape:
         return cls(chains, [0, *accumulate(end_flags)], [0, *accumulate(kept_flags)],
                    [p for p, flag in enumerate(end_flags) if flag])
 
-    def chains_left(self, kept: list[int]) -> array:
+    def chains_left(self, kept: list[int]) -> array[int]:
         chains, ends_before = self.chains, self.ends_before
         following = [*kept[1:], len(chains)] if kept else []
         return array("I", [(chains[p] & ~1) | (ends_before[q] > ends_before[p])
                            for p, q in zip(kept, following, strict=True)])
 
-    def buckets_left(self, table: GnuHashTable, new_symoffset: int) -> array:
+    def buckets_left(self, table: GnuHashTable, new_symoffset: int) -> array[int]:
         """Each bucket's new start: its first symbol left, if its old run has one."""
         symoffset, ends_before, kept_before = table.symoffset, self.ends_before, self.kept_before
         ends = self.end_positions
@@ -464,7 +464,7 @@ class _OldGnuShape:
             for first in firsts])
 
     def bloom_left(self, elf: ElfFile, table: GnuHashTable, kept: list[int],
-                   removed: list[int], symbols: SymbolTable) -> array:
+                   removed: list[int], symbols: SymbolTable) -> array[int]:
         bits, size = 8 * table.word_size, table.bloom_size
         words = column(elf.bytes_at(table.offset + 16, size * table.word_size,
                                     ".gnu.hash Bloom filter"),

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from elfpatch.plan.bindings import LibraryPlan, Refusal
-from elfpatch.report.scan_json import SCHEMA_VERSION, error_record, printable_document
+from elfpatch.report.scan_json import SCHEMA_VERSION, error_record, printable_record
 from elfpatch.service.fix import FixResult, LibraryOutcome
+
+if TYPE_CHECKING:  # for the types only: a loose file's fix does not import the wheel code
+    from elfpatch.service.wheel_fix import MemberFix, WheelFixResult, WheelsResult
 
 
 def _plan_records(plan: LibraryPlan) -> dict[str, Any]:
@@ -43,7 +46,7 @@ def _refusal(refusal: Refusal) -> dict[str, Any]:
 
 def fix_document(result: FixResult, dry_run: bool) -> dict[str, Any]:
     plan = result.plan
-    return printable_document({
+    return printable_record({
         "version": SCHEMA_VERSION,
         "mode": plan.mode if plan else None,
         "dry_run": dry_run,
@@ -53,10 +56,10 @@ def fix_document(result: FixResult, dry_run: bool) -> dict[str, Any]:
     })
 
 
-def wheel_document(result: Any, mode: str, dry_run: bool) -> dict[str, Any]:
+def wheel_document(result: WheelsResult, mode: str, dry_run: bool) -> dict[str, Any]:
     """``fix -w --json`` (schema ``fix_wheels.schema.json``): each wheel, what became of
     it, and the plan of each of its ELF members, named by member."""
-    return printable_document({
+    return printable_record({
         "version": SCHEMA_VERSION,
         "mode": mode,
         "dry_run": dry_run,
@@ -66,7 +69,7 @@ def wheel_document(result: Any, mode: str, dry_run: bool) -> dict[str, Any]:
     })
 
 
-def _wheel(wheel: Any) -> dict[str, Any]:
+def _wheel(wheel: WheelFixResult) -> dict[str, Any]:
     plan = wheel.plan
     return {
         "wheel": wheel.wheel,
@@ -80,5 +83,5 @@ def _wheel(wheel: Any) -> dict[str, Any]:
     }
 
 
-def _member(member: Any) -> dict[str, Any]:
+def _member(member: MemberFix) -> dict[str, Any]:
     return {"member": member.member, "changed": member.changed, **_plan_records(member.plan)}

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from elfpatch.cxx.demangle import demangle
 from elfpatch.plan.bindings import HIDE_REASON, FixPlan, LibraryPlan, name_some
 from elfpatch.report.style import Styler, plural
 from elfpatch.service.fix import FixResult, LibraryOutcome
+
+if TYPE_CHECKING:  # for the types only: a loose file's fix does not import the wheel code
+    from elfpatch.service.wheel_fix import WheelFixResult, WheelsResult
 
 
 def render_fix(result: FixResult, style: Styler, dry_run: bool, verbose: bool = False) -> str:
@@ -150,7 +153,7 @@ def _targets(plans: Iterable[LibraryPlan]) -> str:
     return ", ".join(f"{n} -> {t}" for t, n in targets.most_common())
 
 
-def render_wheels(result: Any, style: Styler, dry_run: bool, verbose: bool = False) -> str:
+def render_wheels(result: WheelsResult, style: Styler, dry_run: bool, verbose: bool = False) -> str:
     """``fix -w``: each wheel, what became of it, and its ELF members' plans."""
     detailed = dry_run or verbose
     blocks = [_render_wheel(wheel, style, dry_run, detailed) for wheel in result.wheels]
@@ -159,7 +162,7 @@ def render_wheels(result: Any, style: Styler, dry_run: bool, verbose: bool = Fal
     return "\n\n".join(block for block in blocks if block) + "\n"
 
 
-def _render_wheel(wheel: Any, style: Styler, dry_run: bool, detailed: bool) -> str:
+def _render_wheel(wheel: WheelFixResult, style: Styler, dry_run: bool, detailed: bool) -> str:
     lines = [style(wheel.wheel, "head") + _wheel_outcome(wheel, style)]
     if wheel.plan is not None and wheel.plan.refusals:
         lines.append(_render_refusals(wheel.plan, style).rstrip())
@@ -202,7 +205,7 @@ def _member_lines(name: str, plan: LibraryPlan, style: Styler, dry_run: bool,
     return lines
 
 
-def _wheel_outcome(wheel: Any, style: Styler) -> str:
+def _wheel_outcome(wheel: WheelFixResult, style: Styler) -> str:
     """What became of the wheel, after its name."""
     changed = len(wheel.changed_members)
     if wheel.status == "planned":
@@ -227,7 +230,7 @@ def _size_change(before: int, after: int) -> str:
     return f"{after / 1e6:,.1f} MB, {change:+.2f}%" if after >= 1e6 else f"{after:,} bytes"
 
 
-def _wheels_summary(result: Any, dry_run: bool) -> str:
+def _wheels_summary(result: WheelsResult, dry_run: bool) -> str:
     statuses = Counter(wheel.status for wheel in result.wheels)
     parts = [f"{count} {status}" for status, count in statuses.most_common()]
     written = sum(1 for wheel in result.wheels if wheel.written)

@@ -43,11 +43,16 @@ def error_record(error: ElfpatchError) -> dict[str, str]:
 
 
 def scan_document(scans: list[FileScan], errors: list[ElfpatchError]) -> dict[str, Any]:
-    return printable_document({
+    return printable_record({
         "version": SCHEMA_VERSION,
         "files": [file_record(scan) for scan in scans],
         "errors": [error_record(error) for error in errors],
     })
+
+
+def printable_record(record: dict[str, Any]) -> dict[str, Any]:
+    """A JSON object whose strings are all writable as UTF-8 (see ``printable_document``)."""
+    return {key: printable_document(item) for key, item in record.items()}
 
 
 def printable_document(value: Any) -> Any:

@@ -247,7 +247,7 @@ class _WheelJob:
                  staging: Staging, scratch_dir: Path, progress: Progress) -> None:
         self.wheel, self.destination, self.options = wheel, destination, options
         self.staging, self.scratch_dir = staging, scratch_dir
-        self.progress = lambda text: progress(f"{wheel.name}: {text}")
+        self.progress: Progress = lambda text: progress(f"{wheel.name}: {text}")
         self.result = _WheelRecord(str(wheel), str(destination) if destination else None)
         self._scratch: list[ScratchFile] = []
 

@@ -130,9 +130,9 @@ class BlockStarts:
     the list of those with an even bit phase (where a fresh segment can end).
     """
 
-    bits: array = field(default_factory=lambda: array("q", [0]))
-    bytes: array = field(default_factory=lambda: array("q", [0]))
-    even: array = field(default_factory=lambda: array("q", [0]))  # indices into the above
+    bits: array[int] = field(default_factory=lambda: array("q", [0]))
+    bytes: array[int] = field(default_factory=lambda: array("q", [0]))
+    even: array[int] = field(default_factory=lambda: array("q", [0]))  # indices into the above
 
     def add(self, bit: int, byte: int) -> None:
         if byte <= self.bytes[-1]:

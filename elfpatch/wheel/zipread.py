@@ -682,11 +682,22 @@ class _StoredDecoder:
         return len(self._pending)
 
 
+class _Inflater(Protocol):
+    """What zlib's and ISA-L's ``decompressobj`` objects share (the module is chosen at
+    run time, so the type is stated here)."""
+
+    unconsumed_tail: bytes
+    unused_data: bytes
+    eof: bool
+
+    def decompress(self, data: bytes, max_length: int = 0, /) -> bytes: ...
+
+
 class _InflateDecoder:
     """zlib's (or ISA-L's) raw inflate, bounded per step."""
 
     def __init__(self, module: ModuleType) -> None:
-        self._inflater = module.decompressobj(-zlib.MAX_WBITS)
+        self._inflater: _Inflater = module.decompressobj(-zlib.MAX_WBITS)
         self._full = False
 
     def feed(self, data: bytes, limit: int) -> bytes:

@@ -69,7 +69,7 @@ class GotEntry:
         return self.symbol_type == C.STT_TLS
 
 
-def symbol_sizes(table: SymbolTable) -> array:
+def symbol_sizes(table: SymbolTable) -> array[int]:
     """The st_size column of a symbol table."""
     elf = table.elf
     return column(table.raw, table.entsize, table.field_offset("size"), elf.word_size,

@@ -46,13 +46,13 @@ def x86_64_stub_slot(code: bytes, stub: int) -> int | None:
         at += 1
     if code[at : at + 2] != _JMP_RIP_INDIRECT or len(code) < at + 6:
         return None
-    (disp,) = struct.unpack_from("<i", code, at + 2)
+    disp: int = struct.unpack_from("<i", code, at + 2)[0]
     return stub + at + 6 + disp
 
 
 def aarch64_stub_slot(code: bytes, stub: int) -> int | None:
     """``[bti c] adrp x16, page; ldr x17, [x16, #off]`` -> page + off."""
-    words = [w for (w,) in struct.iter_unpack("<I", code[: len(code) - len(code) % 4])]
+    words: list[int] = [w for (w,) in struct.iter_unpack("<I", code[: len(code) - len(code) % 4])]
     at = 1 if words and words[0] == _BTI_C else 0
     if len(words) < at + 2:
         return None

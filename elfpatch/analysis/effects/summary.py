@@ -23,7 +23,7 @@ import dataclasses
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 # Event kinds: (kind, subject, callee, position).  The subject is a global's
 # symbol, or a parameter's position (an int) in a parameter sweep.
@@ -37,7 +37,10 @@ from typing import NamedTuple
 # global: what constructors do, and counters, flags and list heads never get.
 READ, WRITE, ADDRESS, PASS, PASS_FOREIGN, UNKNOWN_PASS, CALL, ATEXIT, HOOK, GUARD, KEYED, \
     STAMP = range(12)
-Event = tuple  # (int, str | int | AtExit, int | None, int)
+# The subject (str, int, bool, AtExit or KeyedCall) and the callee (int or None) are
+# typed by the kind: a tagged union a type checker cannot narrow on an int, hence Any
+# for those two.
+Event = tuple[int, Any, Any, int]
 
 # What a function does with one of its pointer parameters (bits): reads
 # through it, writes through it, or hands it as the object to act on (its

@@ -169,9 +169,11 @@ class FunctionWalk:
     def decode(self) -> Iterator[tuple[int, int, str, str]]:
         """The instructions, decoded at once when the size is known, else in chunks."""
         engine, code = self.analyzer.disassembler, bytes(self.code)
-        if self.sized:
-            return engine.disasm_lite(code, self.start)
-        return decode_in_chunks(engine, code, self.start)
+        if not self.sized:
+            return decode_in_chunks(engine, code, self.start)
+        # capstone ships no type information: these are disasm_lite's documented tuples.
+        instructions: Iterator[tuple[int, int, str, str]] = engine.disasm_lite(code, self.start)
+        return instructions
 
     def enter(self, address: int, falls: bool) -> None:
         """The register state on arrival: fallthrough merged with forward branches.
