@@ -736,7 +736,12 @@ def test_check_and_scan_take_the_host_and_rtld_now(
     assert invoke("check", "--config", str(config), "--now", library).exit_code == 1
     assert elfpatch.scan(library).files[0].unloads_on_dlclose is True
     assert elfpatch.scan(library, now=True).files[0].unloads_on_dlclose is False
-    assert '"unloads_on_dlclose": false' in invoke("scan", "--json", "--now", library).stdout
+    document = json.loads(invoke("scan", "--json", "--now", library).stdout)
+    record = document["files"][0]
+    assert record["unloads_on_dlclose"] is False and record["load"]["mode"] == "RTLD_NOW"
+    jsonschema.validate(document, scan_schema())
+    assert "loaded by a C program with RTLD_NOW: stays loaded" in invoke(
+        "scan", "--now", library).stdout
     # The host: a C++ program has libstdc++ loaded already, so the extension unloads there.
     extension = str(built["std"])
     assert probe(hosts["c++"], extension).unloaded and not probe(hosts["c"], extension).unloaded
