@@ -13,11 +13,13 @@ import json
 import re
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
 from support.build import make_wheel, require_tool
 from support.fixlib import VARIANTS, built_library
+from support.zipcraft import record_hash
 
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 ONE_ROUND = ("--runs", "1", "--warmup", "0")
@@ -139,3 +141,26 @@ def test_unload_probe_agrees_on_a_library_and_a_wheel(library: Path, wheel: Path
         assert len(records) == 2 and all(r["agree"] for r in records), records
         assert all(r["unloaded"] is False for r in records)  # the library's UNIQUE symbols
         assert "agreement on the libraries that load: 2/2 (100.0%)" in result.stderr
+
+
+def test_unload_stages_probe_a_wheel_before_and_after_the_fix(library: Path,
+                                                              tmp_path: Path) -> None:
+    """Before the fix the library stays (its UNIQUE symbols), after fix -w it unloads."""
+    require_tool("gcc")
+    members = {"pkg/libfixme.so": library.read_bytes(),
+               "pkg-1.0.dist-info/WHEEL": b"Wheel-Version: 1.0\n"}
+    wheel = tmp_path / "pkg-1.0-cp311-cp311-linux_x86_64.whl"
+    with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+        archive.writestr("pkg-1.0.dist-info/RECORD", "".join(
+            f"{name},{record_hash(data)},{len(data)}\n" for name, data in members.items())
+            + "pkg-1.0.dist-info/RECORD,,\n")
+    result = subprocess.run([sys.executable, str(BENCHMARKS / "unload_stages.py"), "--host",
+                             "c", str(wheel)], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    rows = {tuple(line.split(" | ")[1:2]): line for line in result.stdout.splitlines()
+            if line.startswith("all | ")}
+    assert rows[("before",)].endswith("| 1 | 1 | 1 (100.0%) | 1"), result.stdout
+    assert rows[("fix -w",)].endswith("| 1 | 1 | 1 (100.0%) | 0"), result.stdout
+    assert "lets 1 of the 1 libraries pinned before the fix unload (100.0%)" in result.stdout

@@ -700,6 +700,36 @@ def test_lazy_slots_bound_while_initializers_run_pin_the_library(
     assert done.stdout.strip() == str(len("a string longer than the small buffer, 42"))
 
 
+# The library exports its own copy of a throw helper libstdc++ calls through its PLT,
+# but only where reserve() is asked for too much: the initializer never takes that path.
+EXPORTS_A_THROW_HELPER = r"""
+#include <stdexcept>
+#include <string>
+namespace std {
+void __throw_length_error(const char* what) { throw std::length_error(what); }
+}
+static std::string built = [] {
+    std::string text;
+    text.reserve(100);
+    return text + "ok";
+}();
+extern "C" int run() { return (int)built.size(); }
+"""
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_a_throw_helper_the_runtime_calls_only_on_error_binds_nothing_at_load(
+        tmp_path: Path, host: str, hosts: dict[str, list[str]]) -> None:
+    library = compile_linked("g++", "c++", tmp_path / "libthrow.so", EXPORTS_A_THROW_HELPER,
+                             soname="libthrow.so", flags=("-O2",))
+    exported = {s.name for s in readelf_symbols(library) if s.binding == "GLOBAL"}
+    assert "_ZSt20__throw_length_errorPKc" in exported
+    real = probe(hosts[host], library, debug=DEBUG)
+    assert not lazily_bound_by(real.debug, "libstdc++.so.6", library)
+    predicted = load_verdict(library, LoadHost.named(host))
+    assert (predicted.loads, predicted.unloads) == (real.loaded, real.unloaded) == (True, True)
+
+
 # A pinned dependency (first provider of a UNIQUE name) that calls back into the library
 # that needs it, through a lazy PLT slot only: RTLD_LAZY binds nothing, RTLD_NOW binds it.
 CALLS_BACK = FIRST_TO_PROVIDE + r"""
@@ -736,7 +766,12 @@ def test_check_and_scan_take_the_host_and_rtld_now(
     assert invoke("check", "--config", str(config), "--now", library).exit_code == 1
     assert elfpatch.scan(library).files[0].unloads_on_dlclose is True
     assert elfpatch.scan(library, now=True).files[0].unloads_on_dlclose is False
-    assert '"unloads_on_dlclose": false' in invoke("scan", "--json", "--now", library).stdout
+    document = json.loads(invoke("scan", "--json", "--now", library).stdout)
+    record = document["files"][0]
+    assert record["unloads_on_dlclose"] is False and record["load"]["mode"] == "RTLD_NOW"
+    jsonschema.validate(document, scan_schema())
+    assert "loaded by a C program with RTLD_NOW: stays loaded" in invoke(
+        "scan", "--now", library).stdout
     # The host: a C++ program has libstdc++ loaded already, so the extension unloads there.
     extension = str(built["std"])
     assert probe(hosts["c++"], extension).unloaded and not probe(hosts["c"], extension).unloaded

@@ -13,7 +13,9 @@ jumps to directly, and collects the names it calls through the PLT.  Only
 branch instructions are read (no data flow: the effects walk costs ten times
 more, and a call is all that binds a slot).  The walk is path-insensitive (an
 error path counts like any other), does not see calls through pointers, and
-is bounded by a budget of functions per object.
+is bounded by a budget of functions per object.  A call of a function that
+never returns (a throw helper such as ``__cxa_throw_bad_array_new_length``)
+is left out: made while the library loads, it would make the load fail.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from collections.abc import Iterator
 from elfpatch.analysis.effects import EffectsAnalyzer
 from elfpatch.analysis.effects.analyzer import MAX_FUNCTION_BYTES, MAX_UNSIZED_BYTES
 from elfpatch.analysis.initializers import list_initializers
+from elfpatch.analysis.thread_exit import never_returns
 from elfpatch.elf import constants as C
 from elfpatch.elf.file import ElfFile
 from elfpatch.elf.symbols import read_dynsym
@@ -131,7 +134,8 @@ class PltCalls:
                 continue
             reached = self.analyzer.code_target(target)
             if reached.external and reached.name:
-                self.called[reached.name] = None
+                if not never_returns(reached.name):  # called only where the load would fail
+                    self.called[reached.name] = None
             elif self.analyzer.index.function_at(target) is not None:
                 callees.append(target)
         return callees

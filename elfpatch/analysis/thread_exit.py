@@ -37,10 +37,12 @@ FUNCTION_BUDGET = 2000  # functions read before giving up
 # Functions that never return: a call followed by nothing but a call to one of these
 # is on a path that cannot end well.
 NEVER_RETURN = frozenset({
-    "__cxa_throw", "__cxa_rethrow", "_Unwind_Resume", "abort", "exit", "_exit",
-    "__assert_fail", "__stack_chk_fail", "__cxa_bad_cast", "__cxa_bad_typeid",
-    "__cxa_pure_virtual", "_ZSt9terminatev", "__cxa_call_unexpected"})
-_THROW_HELPER = re.compile(r"_ZSt\d+__throw_")  # std::__throw_length_error and the like
+    "_Unwind_Resume", "abort", "exit", "_exit", "__assert_fail", "__stack_chk_fail",
+    "__cxa_pure_virtual", "__cxa_deleted_virtual", "_ZSt9terminatev",
+    "__cxa_call_unexpected"})
+# The C++ runtime's throwing helpers: __cxa_throw, __cxa_rethrow,
+# __cxa_throw_bad_array_new_length, __cxa_bad_cast, std::__throw_length_error ...
+_THROW_HELPER = re.compile(r"__cxa_(throw|rethrow|bad_)|_ZSt\d+__throw_")
 _STRAIGHT_LINE = 64  # instructions looked at after a call
 _GOT_OPERAND = re.compile(r"qword ptr \[rip ([+-]) 0x([0-9a-f]+)\]$")
 
@@ -151,7 +153,7 @@ class _Calls:
                 return False
             if mnemonic == "call":
                 target = self._target(address + length, operand)
-                if target is not None and (_never_returns(target[0]) or (
+                if target is not None and (never_returns(target[0]) or (
                         target[1] is not None and self._never_returns_here(target[1]))):
                     return True
             j += 1
@@ -175,7 +177,9 @@ def _inside(operand: str, start: int, end: int) -> bool:
     return operand.startswith("0x") and start <= int(operand, 16) < end
 
 
-def _never_returns(name: str | None) -> bool:
+def never_returns(name: str | None) -> bool:
+    """Whether a function of this name never returns to its caller (it throws or ends
+    the process)."""
     return name is not None and (name in NEVER_RETURN or bool(_THROW_HELPER.match(name)))
 
 

@@ -40,6 +40,7 @@ relocations, static TLS already used by the host.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from collections import deque
@@ -206,6 +207,7 @@ class LoadVerdict:
     added: tuple[str, ...] = ()
     kept: tuple[str, ...] = ()
     unique_providers: tuple[str, ...] = ()
+    mode: str = "RTLD_LAZY"  # how the host dlopens it: RTLD_LAZY or RTLD_NOW
 
     @property
     def certain_blockers(self) -> tuple[Blocker, ...]:
@@ -507,6 +509,10 @@ class _Dlopen:
 
     # -- dlopen -------------------------------------------------------------------------
     def verdict(self) -> LoadVerdict:
+        return dataclasses.replace(self._verdict(),
+                                   mode="RTLD_NOW" if self.host.bind_now else "RTLD_LAZY")
+
+    def _verdict(self) -> LoadVerdict:
         added = tuple(i.path for i in self.local_scope if i.new)
         self._check_dependencies()
         self._check_loadable()

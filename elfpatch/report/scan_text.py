@@ -142,7 +142,8 @@ def _runtime_meaning(scan: FileScan, style: Styler) -> list[str]:
 
 def _load_lines(verdict: LoadVerdict, style: Styler, verbose: bool) -> list[str]:
     """One line in the common case: what dlclose does in the host, and the first blocker."""
-    where = f"  loaded by {_HOST_WORDS.get(verdict.host, verdict.host)}: "
+    mode = " with RTLD_NOW" if verdict.mode == "RTLD_NOW" else ""
+    where = f"  loaded by {_HOST_WORDS.get(verdict.host, verdict.host)}{mode}: "
     if not verdict.loads:
         more = len(verdict.load_errors) - 1
         extra = f" (and {more} more)" if more > 0 else ""
