@@ -68,12 +68,10 @@ def _leaves_nothing_open(call: Callable[P, R]) -> Callable[P, R]:
     when it returns: no descriptor outlives the call, and no state lives between calls."""
     @functools.wraps(call)
     def closing(*args: P.args, **kwargs: P.kwargs) -> R:
-        try:
-            return call(*args, **kwargs)
-        finally:
-            from elfpatch.elf.source import close_archives
+        from elfpatch.elf.source import archives_kept_open
 
-            close_archives()
+        with archives_kept_open():
+            return call(*args, **kwargs)
     return closing
 
 

@@ -12,6 +12,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -186,3 +187,49 @@ def test_the_readme_example_runs_from_a_fresh_install(tmp_path: Path) -> None:
                            cwd=tmp_path, capture_output=True, text=True, check=True,
                            env=environment).stdout
     assert where.startswith(str(installed))  # the installed copy, not the checkout
+
+
+def _wheel_of_three_libraries(wheel: Path, destination: Path) -> Path:
+    from support.zipcraft import Entry, build, wheel_entries, with_record
+
+    entries = wheel_entries(wheel)
+    library = next(e for e in entries if e.decoded_name.endswith(".so"))
+    extra = [Entry(library.decoded_name.replace(".so", f"_{i}.so"), library.data)
+             for i in range(2)]
+    destination.write_bytes(build(with_record([*extra, *entries])))
+    return destination
+
+
+def test_calls_in_two_threads_keep_their_own_wheels_open(
+        wheel: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A call that ends in another thread closes only the wheels it opened itself.
+
+    One thread's scan is halfway through reading a member when another thread's
+    call begins and ends: the member's next bytes still come from an open archive
+    (a shared cache closed it, and the member read as "corrupt compressed data").
+    """
+    import threading
+
+    from elfpatch.wheel.zipread import ZipArchive, ZipMember
+
+    first = _wheel_of_three_libraries(wheel, tmp_path / wheel.name)
+    other = tmp_path / "other" / wheel.name
+    other.parent.mkdir()
+    shutil.copy(wheel, other)
+    calls_between: list[int] = []
+    real_raw_chunks = ZipArchive.raw_chunks
+
+    def raw_chunks(archive: ZipArchive, member: ZipMember, step: int = 0) -> Iterator[bytes]:
+        chunks = real_raw_chunks(archive, member, 512)  # many chunks: room to pause between
+        if archive.name == str(first) and not calls_between:
+            yield next(chunks)
+            thread = threading.Thread(target=lambda: calls_between.append(
+                len(elfpatch.inits(other).objects)))
+            thread.start()
+            thread.join()
+        yield from chunks
+
+    monkeypatch.setattr(ZipArchive, "raw_chunks", raw_chunks)
+    report = elfpatch.scan(first, loader=False)
+    assert calls_between == [1]
+    assert (len(report.files), report.errors) == (3, ())

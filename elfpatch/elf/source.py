@@ -7,6 +7,9 @@ inputs a path holds is the service layer's business (``service.inputs``).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,28 +64,62 @@ def _open_archive_member(archive: ZipArchive, source: ElfSource) -> ElfFile:
 # Reading and checking a wheel's central directory and local headers (13k
 # entries for torch: 0.5 s) costs more than most members: within one call the
 # few most recent archives stay open, in this process and in the workers it
-# forks, and ``close_archives`` closes them when the call returns (the API
-# does), so that nothing stays open between calls.  An archive is found again
-# only while its file is the same (device, inode, size, modification and change time):
-# a wheel rewritten in place is read anew.
-_OPEN_ARCHIVES: dict[str, tuple[FileIdentity, ZipArchive]] = {}
+# forks, and are closed when the call returns (``archives_kept_open``; every
+# API call is one), so that nothing stays open between calls.  Each call owns
+# its archives: two calls in two threads never close each other's.  An
+# archive is found again only while its file is the same (device, inode,
+# size, modification and change time): a wheel rewritten in place is read anew.
 _MAX_OPEN_ARCHIVES = 4
 
 
-def cached_archive(path: str) -> ZipArchive:
-    cached = _OPEN_ARCHIVES.pop(path, None)
-    identity = _file_identity(path)
-    if cached is not None and cached[0] == identity and identity[0] >= 0:
-        archive = cached[1]
-    else:
-        if cached is not None:
-            cached[1].close()
-        archive = open_archive(Path(path))
+class OpenArchives:
+    """The wheels one call keeps open while it reads their members."""
+
+    def __init__(self) -> None:
+        self._open: dict[str, tuple[FileIdentity, ZipArchive]] = {}
+
+    def get(self, path: str) -> ZipArchive:
+        cached = self._open.pop(path, None)
         identity = _file_identity(path)
-    _OPEN_ARCHIVES[path] = (identity, archive)  # most recent last
-    while len(_OPEN_ARCHIVES) > _MAX_OPEN_ARCHIVES:
-        _OPEN_ARCHIVES.pop(next(iter(_OPEN_ARCHIVES)))[1].close()
-    return archive
+        if cached is not None and cached[0] == identity and identity[0] >= 0:
+            archive = cached[1]
+        else:
+            if cached is not None:
+                cached[1].close()
+            archive = open_archive(Path(path))
+            identity = _file_identity(path)
+        self._open[path] = (identity, archive)  # most recent last
+        while len(self._open) > _MAX_OPEN_ARCHIVES:
+            self._open.pop(next(iter(self._open)))[1].close()
+        return archive
+
+    def close(self) -> None:
+        while self._open:
+            self._open.popitem()[1][1].close()
+
+
+# Code that runs outside any call (the service layer used directly, as the
+# tests do) shares this one until ``close_archives``.
+_OUTSIDE_CALLS = OpenArchives()
+_CURRENT: ContextVar[OpenArchives] = ContextVar("elfpatch_open_archives",
+                                                default=_OUTSIDE_CALLS)
+
+
+@contextmanager
+def archives_kept_open() -> Iterator[OpenArchives]:
+    """Archives opened inside this block (in this thread) stay open until it ends."""
+    archives = OpenArchives()
+    token = _CURRENT.set(archives)
+    try:
+        yield archives
+    finally:
+        _CURRENT.reset(token)
+        archives.close()
+
+
+def cached_archive(path: str) -> ZipArchive:
+    """The archive at ``path``, opened once within the current call."""
+    return _CURRENT.get().get(path)
 
 
 def _file_identity(path: str) -> FileIdentity:
@@ -93,6 +130,5 @@ def _file_identity(path: str) -> FileIdentity:
 
 
 def close_archives() -> None:
-    """Close every archive ``cached_archive`` keeps open."""
-    while _OPEN_ARCHIVES:
-        _OPEN_ARCHIVES.popitem()[1][1].close()
+    """Close every archive the current call (or code outside calls) keeps open."""
+    _CURRENT.get().close()
