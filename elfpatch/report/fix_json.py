@@ -74,7 +74,7 @@ def _wheel(wheel: WheelFixResult) -> dict[str, Any]:
     return {
         "wheel": wheel.wheel,
         "destination": wheel.destination,
-        "status": wheel.status,
+        "status": wheel.status.value,
         "written": wheel.written,
         "size_before": wheel.size_before,
         "size_after": wheel.size_after,
