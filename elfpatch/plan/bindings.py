@@ -7,6 +7,7 @@ plain data: ``--dry-run`` prints it, the writer executes it.
 
 from __future__ import annotations
 
+import enum
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -16,10 +17,27 @@ from elfpatch.cxx.demangle import demangle
 from elfpatch.elf.symbols import DYNSYM
 from elfpatch.errors import UsageError
 
-MODE_LOCAL = "local"
-MODE_WEAK_HIDDEN = "weak-hidden"
-MODE_GLOBAL = "global"
-MODES = (MODE_LOCAL, MODE_WEAK_HIDDEN, MODE_GLOBAL)
+
+class FixMode(str, enum.Enum):
+    """``fix --to``: the binding UNIQUE symbols get; the value is the option's and the JSON's."""
+
+    LOCAL = "local"
+    WEAK_HIDDEN = "weak-hidden"
+    GLOBAL = "global"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+MODE_LOCAL, MODE_WEAK_HIDDEN, MODE_GLOBAL = FixMode.LOCAL, FixMode.WEAK_HIDDEN, FixMode.GLOBAL
+MODES = tuple(mode.value for mode in FixMode)  # the choices of --to
+
+
+def fix_mode(given: FixMode | str) -> FixMode:
+    """The mode given as the enum or its value; anything else is one line."""
+    if given not in MODES:
+        raise UsageError("mode", f"{given!r} is not one of {', '.join(MODES)}")
+    return FixMode(given)
 
 # What each mode writes, as readelf would print binding (+ visibility).
 TARGET_LOCAL = "LOCAL"
@@ -97,7 +115,7 @@ class LibraryPlan:
 
 @dataclass(frozen=True)
 class FixPlan:
-    mode: str
+    mode: FixMode
     libraries: tuple[LibraryPlan, ...]
     refusals: tuple[Refusal, ...]
 
@@ -106,7 +124,7 @@ class FixPlan:
 class FixOptions:
     """What ``fix`` is asked to do; checked when made, so a bad value fails at once."""
 
-    mode: str = MODE_LOCAL  # one of MODES
+    mode: FixMode = FixMode.LOCAL
     only: str | None = None  # a regular expression on mangled or demangled names
     exclude: str | None = None
     strict: bool = False
@@ -115,8 +133,8 @@ class FixOptions:
     hide: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        if self.mode not in MODES:
-            raise UsageError("mode", f"{self.mode!r} is not one of {', '.join(MODES)}")
+        # Checked again: a caller without a type checker may give any value.
+        object.__setattr__(self, "mode", fix_mode(self.mode))  # frozen: only while being made
         if self.strict and self.force:
             raise UsageError("strict", "strict and force contradict each other")
         for text in self.hide:
