@@ -30,6 +30,7 @@ from elfpatch.analysis.check import (
     LibraryCheck,
 )
 from elfpatch.analysis.policy import Level
+from elfpatch.analysis.unique import UniqueSymbol
 from elfpatch.errors import ElfpatchError
 from elfpatch.report.scan_json import SCHEMA_VERSION, error_record, file_record
 from elfpatch.report.style import Styler, plural
@@ -121,7 +122,8 @@ def _library_summary(library: LibraryCheck, style: Styler) -> list[str]:
 _UNNAMED = "an object"
 
 
-def _distinct_names(findings: list[Finding], names: dict[str, Any], width: int) -> list[str]:
+def _distinct_names(findings: list[Finding], names: dict[str, UniqueSymbol],
+                    width: int) -> list[str]:
     """The findings' subjects, shortened, each once, leaving out the ones without a name."""
     seen: dict[str, None] = {}
     for finding in findings:
@@ -139,7 +141,7 @@ def _baselined_line(library: LibraryCheck, style: Styler) -> list[str]:
         if baselined else []
 
 
-def _unique_kinds(findings: list[Finding], names: dict[str, Any]) -> str:
+def _unique_kinds(findings: list[Finding], names: dict[str, UniqueSymbol]) -> str:
     kinds = Counter(names[f.subject].kind.replace("_", " ") for f in findings
                     if f.subject in names)
     if not kinds:
@@ -148,11 +150,11 @@ def _unique_kinds(findings: list[Finding], names: dict[str, Any]) -> str:
     return " (" + ", ".join(named) + (", ..." if len(kinds) > 2 else "") + ")"
 
 
-def _subject_name(finding: Finding, names: dict[str, Any]) -> str:
+def _subject_name(finding: Finding, names: dict[str, UniqueSymbol]) -> str:
     """What a finding is about, in few words: the symbol or object, else its message."""
     symbol = names.get(finding.subject)
     if symbol is not None:
-        return str(symbol.demangled)
+        return symbol.demangled
     if finding.rule == RULE_EXIT_DESTRUCTOR:
         from elfpatch.cxx.demangle import demangle
 
