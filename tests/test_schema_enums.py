@@ -15,7 +15,7 @@ from elfpatch.analysis.check import CheckRule
 from elfpatch.analysis.policy import Level
 from elfpatch.analysis.risks import RiskKind, Severity
 from elfpatch.analysis.unique import UniqueKind
-from elfpatch.plan.bindings import FixMode
+from elfpatch.plan.bindings import BindingTarget, FixMode
 from elfpatch.service.wheel_fix import WheelStatus
 
 
@@ -67,3 +67,11 @@ def test_fix_modes_and_wheel_statuses() -> None:
     assert set(at(wheels, "properties", "mode")) == values(FixMode)
     assert set(at(wheels, "properties", "wheels", "items", "properties", "status")) == \
         values(WheelStatus)
+
+
+def test_binding_targets() -> None:
+    change = ("items", "properties", "changes", "items", "properties", "to")
+    assert set(at(schema("fix.schema.json"), "properties", "libraries", *change)) == \
+        values(BindingTarget)
+    member = ("properties", "wheels", "items", "properties", "members")
+    assert set(at(schema("fix_wheels.schema.json"), *member, *change)) == values(BindingTarget)

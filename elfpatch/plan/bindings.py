@@ -39,14 +39,25 @@ def fix_mode(given: FixMode | str) -> FixMode:
         raise UsageError("mode", f"{given!r} is not one of {', '.join(MODES)}")
     return FixMode(given)
 
-# What each mode writes, as readelf would print binding (+ visibility).
-TARGET_LOCAL = "LOCAL"
-TARGET_WEAK_HIDDEN = "WEAK HIDDEN"
-TARGET_GLOBAL = "GLOBAL"
-# What --hide writes: LOCAL, and HIDDEN because glibc's lazy binding (_dl_fixup)
-# looks a default-visibility symbol up by name even when it is LOCAL, finds
-# nothing, and fails the first call through the PLT ("undefined symbol").
-TARGET_LOCAL_HIDDEN = "LOCAL HIDDEN"
+
+class BindingTarget(str, enum.Enum):
+    """What a change writes, as readelf would print binding (+ visibility)."""
+
+    LOCAL = "LOCAL"
+    WEAK_HIDDEN = "WEAK HIDDEN"
+    GLOBAL = "GLOBAL"
+    # What --hide writes: LOCAL, and HIDDEN because glibc's lazy binding (_dl_fixup)
+    # looks a default-visibility symbol up by name even when it is LOCAL, finds
+    # nothing, and fails the first call through the PLT ("undefined symbol").
+    LOCAL_HIDDEN = "LOCAL HIDDEN"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+# The short names the planner, writer and verifier use.
+TARGET_LOCAL, TARGET_WEAK_HIDDEN = BindingTarget.LOCAL, BindingTarget.WEAK_HIDDEN
+TARGET_GLOBAL, TARGET_LOCAL_HIDDEN = BindingTarget.GLOBAL, BindingTarget.LOCAL_HIDDEN
 LOCAL_TARGETS = (TARGET_LOCAL, TARGET_LOCAL_HIDDEN)
 MODE_TARGETS = {MODE_LOCAL: TARGET_LOCAL, MODE_WEAK_HIDDEN: TARGET_WEAK_HIDDEN,
                 MODE_GLOBAL: TARGET_GLOBAL}
@@ -75,7 +86,7 @@ class SymbolChange:
     table: str
     index: int
     name: str
-    target: str  # TARGET_*
+    target: BindingTarget
     reason: str
     original: str = "UNIQUE"  # the binding before: UNIQUE, or GLOBAL/WEAK for --hide
 
@@ -257,8 +268,8 @@ def plan_library(label: str, candidates: Iterable[Candidate], uses: dict[str, Sh
     decisions = _decide(chosen, uses, options)
     refusals = [_refusal(label, c, uses.get(c.name)) for c in chosen
                 if options.strict and decisions[c.name][1] == "shared" and c.table == DYNSYM]
-    changes = tuple(SymbolChange(c.table, c.index, c.name, *decisions[c.name][::2])
-                    for c in chosen)
+    changes = tuple(SymbolChange(c.table, c.index, c.name, decisions[c.name][0],
+                                 decisions[c.name][2]) for c in chosen)
     hides, kept = _decide_hidden(hidden, uses)
     return LibraryPlan(label, changes + hides, tuple(skipped), kept), refusals
 
@@ -286,10 +297,10 @@ def _refusal(label: str, candidate: Candidate, use: SharedUse | None) -> Refusal
 
 
 def _decide(chosen: list[Candidate], uses: dict[str, SharedUse],
-            options: FixOptions) -> dict[str, tuple[str, str, str]]:
+            options: FixOptions) -> dict[str, tuple[BindingTarget, str, str]]:
     """name -> (target, why-category, reason) for every chosen symbol name."""
     wanted = MODE_TARGETS[options.mode]
-    decisions: dict[str, tuple[str, str, str]] = {}
+    decisions: dict[str, tuple[BindingTarget, str, str]] = {}
     for c in chosen:
         if c.name in decisions:
             continue
@@ -308,7 +319,7 @@ def _decide(chosen: list[Candidate], uses: dict[str, SharedUse],
     return decisions
 
 
-def _pair_guards(decisions: dict[str, tuple[str, str, str]]) -> None:
+def _pair_guards(decisions: dict[str, tuple[BindingTarget, str, str]]) -> None:
     """An object and its guard variable must stay shared or private together.
 
     If the object stayed shared (GLOBAL) while its guard went private, each

@@ -17,7 +17,7 @@ def _plan_records(plan: LibraryPlan) -> dict[str, Any]:
     return {
         "changes": [
             {"table": c.table, "index": c.index, "name": c.name, "demangled": c.demangled,
-             "from": c.original, "to": c.target, "reason": c.reason}
+             "from": c.original, "to": c.target.value, "reason": c.reason}
             for c in plan.changes
         ],
         "skipped": [{"table": c.table, "index": c.index, "name": c.name} for c in plan.skipped],
