@@ -75,3 +75,18 @@ def test_binding_targets() -> None:
         values(BindingTarget)
     member = ("properties", "wheels", "items", "properties", "members")
     assert set(at(schema("fix_wheels.schema.json"), *member, *change)) == values(BindingTarget)
+
+
+@pytest.mark.parametrize("name", ["BindingTarget", "CheckRule", "DestructorScope", "FixMode",
+                                  "Level", "RiskKind", "Severity", "UniqueKind", "WheelStatus"])
+def test_exported_enums_read_as_their_values(name: str) -> None:
+    """Each is exported from elfpatch and is its value wherever a string is written."""
+    import elfpatch
+
+    kind = getattr(elfpatch, name)
+    assert issubclass(kind, str)
+    for member in kind:
+        assert member == member.value and str(member) == f"{member}" == member.value
+        assert f"{member:>20}" == f"{member.value:>20}"
+        assert json.dumps({"v": member}) == json.dumps({"v": member.value})
+        assert kind(member.value) is member
