@@ -267,7 +267,7 @@ def plan_library(label: str, candidates: Iterable[Candidate], uses: dict[str, Sh
     chosen = [c for c in chosen if not c.hidden]
     decisions = _decide(chosen, uses, options)
     refusals = [_refusal(label, c, uses.get(c.name)) for c in chosen
-                if options.strict and decisions[c.name][1] == "shared" and c.table == DYNSYM]
+                if options.strict and decisions[c.name][1] is _Why.SHARED and c.table == DYNSYM]
     changes = tuple(SymbolChange(c.table, c.index, c.name, decisions[c.name][0],
                                  decisions[c.name][2]) for c in chosen)
     hides, kept = _decide_hidden(hidden, uses)
@@ -296,30 +296,45 @@ def _refusal(label: str, candidate: Candidate, use: SharedUse | None) -> Refusal
                    use.also_defined_by, use.referenced_count, use.also_defined_count)
 
 
+class _Why(str, enum.Enum):
+    """Why a symbol gets its target: only SHARED ones are refused by --strict and keep
+    their guard variable shared too."""
+
+    UNDEFINED = "undefined"
+    REQUESTED = "requested"
+    SHARED = "shared"
+    FORCED = "forced"
+    PRIVATE = "private"
+
+
+# A symbol's decision: (target, why, the reason the plan shows).
+_Decision = tuple[BindingTarget, _Why, str]
+
+
 def _decide(chosen: list[Candidate], uses: dict[str, SharedUse],
-            options: FixOptions) -> dict[str, tuple[BindingTarget, str, str]]:
-    """name -> (target, why-category, reason) for every chosen symbol name."""
+            options: FixOptions) -> dict[str, _Decision]:
+    """name -> its decision, for every chosen symbol name."""
     wanted = MODE_TARGETS[options.mode]
-    decisions: dict[str, tuple[BindingTarget, str, str]] = {}
+    decisions: dict[str, _Decision] = {}
     for c in chosen:
         if c.name in decisions:
             continue
         use = uses.get(c.name)
         if not c.defined:
-            decisions[c.name] = (TARGET_GLOBAL, "undefined", "undefined reference")
+            decisions[c.name] = (TARGET_GLOBAL, _Why.UNDEFINED, "undefined reference")
         elif wanted == TARGET_GLOBAL:
-            decisions[c.name] = (TARGET_GLOBAL, "requested", "--to global")
+            decisions[c.name] = (TARGET_GLOBAL, _Why.REQUESTED, "--to global")
         elif use is not None and use.is_shared and not options.force:
-            decisions[c.name] = (TARGET_GLOBAL, "shared", _shared_reason(use))
+            decisions[c.name] = (TARGET_GLOBAL, _Why.SHARED, _shared_reason(use))
         elif use is not None and use.is_shared:
-            decisions[c.name] = (wanted, "forced", "--force: " + _shared_reason(use))
+            decisions[c.name] = (wanted, _Why.FORCED, "--force: " + _shared_reason(use))
         else:
-            decisions[c.name] = (wanted, "private", "no other library of the set uses it")
+            decisions[c.name] = (wanted, _Why.PRIVATE, "no other library of the set uses it")
     _pair_guards(decisions)
     return decisions
 
 
-def _pair_guards(decisions: dict[str, tuple[BindingTarget, str, str]]) -> None:
+def _pair_guards(decisions: dict[str, _Decision]) -> None:
     """An object and its guard variable must stay shared or private together.
 
     If the object stayed shared (GLOBAL) while its guard went private, each
@@ -327,8 +342,8 @@ def _pair_guards(decisions: dict[str, tuple[BindingTarget, str, str]]) -> None:
     """
     for name, (_target, why, _reason) in list(decisions.items()):
         partner = guard_partner(name)
-        if why != "shared" or partner not in decisions:
+        if why is not _Why.SHARED or partner not in decisions:
             continue
         if decisions[partner][0] != TARGET_GLOBAL:
-            decisions[partner] = (TARGET_GLOBAL, "shared",
+            decisions[partner] = (TARGET_GLOBAL, _Why.SHARED,
                                   f"kept together with {name}, which stays shared")
