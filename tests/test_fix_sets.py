@@ -23,8 +23,9 @@ from elfpatch.fixtures import build
 from support.build import invoke
 from support.fixlib import VARIANTS, built_library, fix, temporary_files
 
+from elfpatch.base.regular_file import TEMPORARY_MARK
 from elfpatch.errors import InputError
-from elfpatch.patch.staging import TEMPORARY_MARK, Staging, remove_stale
+from elfpatch.patch.staging import Staging, remove_stale
 from elfpatch.service import fix as fix_module
 
 
@@ -371,3 +372,42 @@ def test_a_set_larger_than_the_open_file_limit(soft: int, hard: int, code: int, 
     else:
         assert "open files" in run.stderr and len(run.stderr.splitlines()) == 1
         assert not out.exists()
+
+
+LIMITED_WHEEL_FIX = """
+import resource, sys
+from elfpatch.console import main
+resource.setrlimit(resource.RLIMIT_NOFILE, (int(sys.argv[1]), int(sys.argv[2])))
+sys.argv = ["elfpatch", "fix", "-w", sys.argv[3], sys.argv[4]]
+main()
+"""
+
+
+@pytest.mark.parametrize(("soft", "hard", "code"), [(100, 4096, 0), (100, 100, 2)])
+def test_a_wheel_with_more_members_than_the_open_file_limit(
+        soft: int, hard: int, code: int, library: Path, tmp_path: Path) -> None:
+    """A wheel's ELF members are planned as one set, each holding two scratch files:
+    the soft limit is raised, or the wheel is refused up front with one line (it was
+    raised silently as far as it went, and the run failed later, on whichever open
+    came first past the limit)."""
+    from support.zipcraft import Entry, with_record
+    from support.zipcraft import build as build_zip
+
+    content = library.read_bytes()
+    entries = [Entry(f"pkg/lib{i:02d}.so", content) for i in range(60)]
+    entries.append(Entry("pkg-1.0.dist-info/WHEEL",
+                         b"Wheel-Version: 1.0\nRoot-Is-Purelib: false\n"))
+    entries.append(Entry("pkg-1.0.dist-info/RECORD", b""))
+    wheel = tmp_path / "pkg-1.0-py3-none-linux_x86_64.whl"
+    wheel.write_bytes(build_zip(with_record(entries)))
+    out = tmp_path / "out"
+    out.mkdir()
+    run = subprocess.run([sys.executable, "-c", LIMITED_WHEEL_FIX, str(soft), str(hard),
+                          str(out), str(wheel)], capture_output=True, text=True, timeout=300)
+    assert run.returncode == code, run.stderr
+    if code == 0:
+        assert [p.name for p in out.iterdir()] == [wheel.name]
+    else:
+        assert "open files" in run.stderr and len(run.stderr.splitlines()) == 1, run.stderr
+        assert f"error: {wheel}: a set of 120+ files" in run.stderr  # named up front
+        assert list(out.iterdir()) == []

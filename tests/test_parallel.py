@@ -95,3 +95,50 @@ def test_effects_shared_out_between_processes_equal_those_of_one(
     assert shared == alone == in_turn and alone.risks
     # Initializers and registered destructors are each shared out when there are enough.
     assert forks or threading.active_count() != 1
+
+
+POOL_UNDER_ANOTHER_DEFAULT = """
+import multiprocessing, os, sys
+from elfpatch.service.parallel import worker_pool
+
+multiprocessing.set_start_method(sys.argv[1], force=True)  # what 3.14 does on Linux
+
+def pid_of_worker(job):  # lives in __main__ of a -c script: only a forked worker has it
+    return job, os.getpid()
+
+pool = worker_pool(2)
+try:
+    results = list(pool.map(pid_of_worker, range(4)))
+finally:
+    pool.shutdown()
+assert [job for job, _ in results] == [0, 1, 2, 3]
+assert all(pid != os.getpid() for _, pid in results)
+print("forked workers")
+"""
+
+
+@pytest.mark.parametrize("default", ["forkserver", "spawn"])
+def test_the_pool_forks_whatever_the_default_start_method(default: str) -> None:
+    """Workers are forked on every Python (3.14 made forkserver Linux's default):
+    they inherit the imported package instead of importing it again."""
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-c", POOL_UNDER_ANOTHER_DEFAULT, default],
+                         capture_output=True, text=True, timeout=120)
+    assert (run.returncode, run.stdout.strip()) == (0, "forked workers"), run.stderr
+
+
+def test_no_pool_while_other_threads_run() -> None:
+    """Forking with threads running can leave a child holding a lock nobody releases."""
+    from elfpatch.service.parallel import worker_pool
+
+    assert worker_pool(1) is None
+    stop = threading.Event()
+    helper = threading.Thread(target=stop.wait)
+    helper.start()
+    try:
+        assert worker_pool(2) is None
+    finally:
+        stop.set()
+        helper.join()

@@ -16,8 +16,10 @@ still refused rather than read.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
+import secrets
 import stat
 from pathlib import Path
 from typing import BinaryIO
@@ -107,16 +109,103 @@ def read_regular_text(path: str | Path) -> str:
 
 
 def write_regular_text(path: str | Path, text: str) -> None:
-    """Replace the contents of ``path`` (created if missing) with ``text``.
+    """Replace the contents of ``path`` (created if missing) with ``text``, atomically.
 
-    An existing FIFO, socket or device is refused, never written to (a
-    write to a FIFO without a reader would block).
+    The text goes to a locked temporary file beside ``path`` that is renamed
+    over it, so a reader, a crash or a kill sees the old file or the new one,
+    never half of either.  An existing file keeps its permission bits; a
+    symbolic link keeps pointing where it did and the file it names is
+    replaced.  ``/dev/null`` swallows the text; an existing FIFO, socket or
+    device is refused, never written to (a write to a FIFO without a reader
+    would block).
     """
-    descriptor = _open_checked(str(path), os.O_WRONLY | os.O_CREAT)
-    with os.fdopen(descriptor, "wb") as handle:
-        if stat.S_ISREG(os.fstat(descriptor).st_mode):  # not /dev/null
-            handle.truncate(0)  # only once it is known to be a regular file
-        handle.write(text.encode("utf-8"))
+    destination = Path(path)
+    try:
+        status: os.stat_result | None = destination.stat()
+    except FileNotFoundError:
+        status = None
+    if status is not None:
+        _refuse_kind(str(path), status)
+        if _is_null_device(status):
+            return
+    if destination.is_symlink():
+        destination = Path(os.path.realpath(destination))
+    mode = stat.S_IMODE(status.st_mode) if status is not None else new_file_mode()
+    _replace_atomically(destination, text.encode("utf-8"), mode)
+
+
+def _replace_atomically(destination: Path, data: bytes, mode: int) -> None:
+    descriptor, temporary = create_locked_temporary(destination.parent, destination.name)
+    try:
+        write_all(descriptor, data)
+        os.fchmod(descriptor, mode)
+        os.fsync(descriptor)  # the rename must not reach the disk before the bytes
+        temporary.replace(destination)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            temporary.unlink()
+        raise
+    finally:
+        os.close(descriptor)
+
+
+def write_all(descriptor: int, data: bytes | memoryview) -> None:
+    """Write every byte of ``data`` (``os.write`` may write fewer than it is given)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(descriptor, view) :]
+
+
+def copy_bytes(source: int, start: int, length: int, destination: int,
+               at: int | None = None) -> None:
+    """``length`` bytes of ``source`` from ``start`` into ``destination``.
+
+    Written at offset ``at``, or at the destination's position (advancing it)
+    when ``at`` is None.  The kernel copies them (``copy_file_range``: no
+    trip through Python, and shared extents where the file system can) when
+    it can; across file systems on older kernels, or where it is missing,
+    they are read and written.  A source shorter than promised is an error.
+    """
+    done = 0
+    with contextlib.suppress(AttributeError, OSError):
+        while done < length:
+            copied = os.copy_file_range(source, destination, length - done, start + done,
+                                        None if at is None else at + done)
+            if copied == 0:
+                break
+            done += copied
+    while done < length:
+        data = os.pread(source, min(8 << 20, length - done), start + done)
+        if not data:
+            raise OSError(f"a source file ended {length - done} bytes early "
+                          "(it changed while being copied)")
+        if at is None:
+            write_all(destination, data)
+        else:
+            _write_all_at(destination, data, at + done)
+        done += len(data)
+
+
+def _write_all_at(descriptor: int, data: bytes, offset: int) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.pwrite(descriptor, view, offset)
+        view, offset = view[written:], offset + written
+
+
+def new_file_mode() -> int:
+    """The permission bits a new file gets here: 0666 less the process's umask.
+
+    Read from ``/proc/self/status``, which leaves the umask alone; setting it
+    to read it back would change it for every thread meanwhile.
+    """
+    with contextlib.suppress(OSError, ValueError, StopIteration):
+        status = Path("/proc/self/status").read_text(encoding="ascii", errors="replace")
+        line = next(line for line in status.splitlines() if line.startswith("Umask:"))
+        return 0o666 & ~int(line.split()[1], 8)
+    mask = os.umask(0o022)  # a kernel without the Umask line (before Linux 4.7)
+    os.umask(mask)
+    return 0o666 & ~mask
 
 
 # Every temporary file elfpatch makes (staged outputs, scratch files, spilled
@@ -128,6 +217,46 @@ TEMPORARY_MARK = ".elfpatch-tmp"
 def is_temporary_name(name: str) -> bool:
     """Whether a file name is one of elfpatch's temporary files."""
     return name.startswith(".") and name.endswith(TEMPORARY_MARK)
+
+
+# Room left in a file name (255 bytes on Linux) for the dot, the random part and the mark.
+_STEM_BYTES = 255 - 1 - 1 - 16 - len(TEMPORARY_MARK)
+
+
+def temporary_name(destination_name: str) -> str:
+    """A fresh, unpredictable temporary name for a file that will become ``destination_name``."""
+    stem = os.fsencode(destination_name)[:_STEM_BYTES].decode("utf-8", "ignore") or "out"
+    return f".{stem}.{secrets.token_hex(8)}{TEMPORARY_MARK}"
+
+
+def same_file(descriptor: int, path: Path) -> bool:
+    """Whether ``path`` (not followed if a link) names the file open as ``descriptor``."""
+    try:
+        on_disk = os.lstat(path)
+    except OSError:
+        return False
+    mine = os.fstat(descriptor)
+    return (on_disk.st_dev, on_disk.st_ino) == (mine.st_dev, mine.st_ino)
+
+
+def create_locked_temporary(directory: Path, destination_name: str) -> tuple[int, Path]:
+    """A new, locked temporary file in ``directory`` (O_EXCL, never through a link).
+
+    The lock (``flock``) lasts while the descriptor is open: it tells a later
+    run's sweep of stale temporary files that this one is alive.
+    """
+    import fcntl
+
+    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    while True:
+        path = directory / temporary_name(destination_name)
+        descriptor = os.open(path, flags, 0o600)
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        # A stale-file sweep may have taken the lock and removed the name in
+        # the instant between O_EXCL and flock: then start again.
+        if same_file(descriptor, path):
+            return descriptor, path
+        os.close(descriptor)
 
 
 # -- inputs held for the length of a run ------------------------------------------------

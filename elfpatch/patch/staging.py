@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import secrets
 import signal
 import stat
 from collections.abc import Collection, Iterable, Iterator
@@ -29,48 +28,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
-from elfpatch.base.regular_file import TEMPORARY_MARK, is_temporary_name
+from elfpatch.base.regular_file import (
+    create_locked_temporary,
+    is_temporary_name,
+    same_file,
+    temporary_name,
+)
 from elfpatch.errors import InputError
 
 # Signals held back while a set is renamed into place.
 _HELD_SIGNALS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
 
-# Room left in a file name (255 bytes on Linux) for the dot, the random part and the mark.
-_STEM_BYTES = 255 - 1 - 1 - 16 - len(TEMPORARY_MARK)
-
-
-def _temporary_name(destination_name: str) -> str:
-    stem = os.fsencode(destination_name)[:_STEM_BYTES].decode("utf-8", "ignore") or "out"
-    return f".{stem}.{secrets.token_hex(8)}{TEMPORARY_MARK}"
-
-
 def _proc_fd_path(descriptor: int) -> Path | None:
     """A path that opens the file behind ``descriptor`` (for code that reads by path)."""
     path = Path(f"/proc/self/fd/{descriptor}")
     return path if path.exists() else None
-
-
-def _same_file(descriptor: int, path: Path) -> bool:
-    try:
-        on_disk = os.lstat(path)
-    except OSError:
-        return False
-    mine = os.fstat(descriptor)
-    return (on_disk.st_dev, on_disk.st_ino) == (mine.st_dev, mine.st_ino)
-
-
-def _create_named(directory: Path, destination_name: str) -> tuple[int, Path]:
-    """A new, locked temporary file in ``directory`` (O_EXCL, never through a link)."""
-    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-    while True:
-        path = directory / _temporary_name(destination_name)
-        descriptor = os.open(path, flags, 0o600)
-        fcntl.flock(descriptor, fcntl.LOCK_EX)
-        # A stale-file sweep may have taken the lock and removed the name in
-        # the instant between O_EXCL and flock: then start again.
-        if _same_file(descriptor, path):
-            return descriptor, path
-        os.close(descriptor)
 
 
 def _create_anonymous(directory: Path) -> int | None:
@@ -126,7 +98,7 @@ class StagedOutput(ScratchFile):
     def _publish(self) -> None:
         self.destination.parent.mkdir(parents=True, exist_ok=True)
         if self.name is None:  # anonymous: give it a name on the destination's file system
-            self.name = self.destination.parent / _temporary_name(self.destination.name)
+            self.name = self.destination.parent / temporary_name(self.destination.name)
             _link_anonymous(self.fd, self.name)
         pending = [(other, self._linked_beside(other)) for other in self.also]
         self.name.replace(self.destination)
@@ -137,7 +109,7 @@ class StagedOutput(ScratchFile):
     def _linked_beside(self, path: Path) -> Path:
         """A new name for the staged file in ``path``'s folder, to be renamed over ``path``."""
         assert self.name is not None
-        name = path.parent / _temporary_name(path.name)
+        name = path.parent / temporary_name(path.name)
         os.link(self.name, name, follow_symlinks=False)
         return name
 
@@ -266,7 +238,7 @@ class Staging:
             path = _proc_fd_path(descriptor)
             assert path is not None
             return descriptor, path, None
-        descriptor, name = _create_named(directory, stem)
+        descriptor, name = create_locked_temporary(directory, stem)
         return descriptor, name, name
 
     def commit(self) -> list[Path]:
@@ -346,7 +318,7 @@ def _remove_if_stale(path: Path) -> bool:
             fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             return False  # a live run's
-        if not _same_file(descriptor, path):
+        if not same_file(descriptor, path):
             return False
         path.unlink()
         return True

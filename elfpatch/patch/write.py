@@ -15,6 +15,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+from elfpatch.base.regular_file import copy_bytes
 from elfpatch.patch.edit import Edit
 from elfpatch.patch.staging import ScratchFile
 
@@ -59,7 +60,7 @@ class _BackgroundCopy(threading.Thread):
         try:
             with self.source.open("rb") as source:
                 self.under_way.set()
-                _copy_descriptor(source.fileno(), self.handle)
+                _copy_whole(source.fileno(), self.handle)
         except BaseException as error:  # handed to the main thread by raise_failure
             self.failure = error
         finally:
@@ -70,30 +71,14 @@ class _BackgroundCopy(threading.Thread):
             raise self.failure
 
 
-def _copy_descriptor(source: int, destination: int, chunk: int = 1 << 23) -> None:
-    """The whole of ``source`` into ``destination`` at the same offsets, in the kernel if it can."""
-    size = os.fstat(source).st_size
-    offset = 0
-    try:
-        while offset < size:
-            copied = os.copy_file_range(source, destination, size - offset, offset, offset)
-            if copied == 0:
-                break
-            offset += copied
-    except (AttributeError, OSError):  # no copy_file_range here, or not between these files
-        pass
-    while offset < size:
-        data = os.pread(source, min(chunk, size - offset), offset)
-        if not data:
-            break
-        offset += os.pwrite(destination, data, offset)
-    if offset != size:
-        raise OSError(f"copied {offset} of {size} bytes: the file changed while being copied")
-
-
 def _apply(descriptor: int, edits: list[Edit]) -> None:
     size = os.fstat(descriptor).st_size
     for edit in sorted(edits, key=lambda e: e.offset):
         if edit.offset + len(edit.data) > size:
             raise ValueError(f"edit of {edit.what} at {edit.offset:#x} past end of file")
         os.pwrite(descriptor, edit.data, edit.offset)
+
+
+def _copy_whole(source: int, destination: int) -> None:
+    """All of ``source`` into ``destination`` at the same offsets."""
+    copy_bytes(source, 0, os.fstat(source).st_size, destination, at=0)

@@ -2,16 +2,16 @@
 
 What a library's findings are, and whether the check passes, is decided in
 ``analysis.check``; this module gets the facts it judges.  Each library is
-analysed in a worker of a process pool (the largest first), one library's
-failure is one error among the results, and the baseline is a JSON file
-of finding keys.
+analysed in a forked worker of a process pool (``parallel.worker_pool``;
+the largest first), one library's failure is one error among the results,
+and the baseline is a JSON file of finding keys.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import as_completed
 from dataclasses import replace
 
 from elfpatch.analysis.check import (
@@ -28,7 +28,7 @@ from elfpatch.elf.source import ElfSource, open_source
 from elfpatch.errors import PARSE_FAILURES, ElfpatchError, InputError, malformed
 from elfpatch.service.inputs import split_sources
 from elfpatch.service.load import with_load_verdicts
-from elfpatch.service.parallel import run_alongside
+from elfpatch.service.parallel import run_alongside, worker_pool
 
 # Told what is being analysed, for a progress line.
 Progress = Callable[[str], None]
@@ -64,7 +64,8 @@ def gather_all(sources: list[ElfSource], need_effects: bool, jobs: int,
     """Each source's facts, in ``jobs`` processes; ``progress`` hears of each one done."""
     tell = progress or (lambda _text: None)
     total = len(sources)
-    if jobs <= 1 or total <= 2:
+    pool = worker_pool(jobs) if total > 2 else None
+    if pool is None:
         outcomes = []
         for number, source in enumerate(sources, 1):
             tell(f"check: {number}/{total} {source.member or source.path}")
@@ -72,7 +73,6 @@ def gather_all(sources: list[ElfSource], need_effects: bool, jobs: int,
     else:
         # Largest first, so one huge library does not start last and finish alone.
         order = sorted(range(total), key=lambda i: -sources[i].size)
-        pool = ProcessPoolExecutor(max_workers=jobs)
         try:
             futures = {i: pool.submit(_guarded, sources[i], need_effects, need_sources)
                        for i in order}

@@ -1,12 +1,19 @@
-"""Two independent pieces of work on two cores, for big files.
+"""Work on several cores: the one place elfpatch starts processes for it.
 
-Verifying a patched libtorch-sized library, or following what its 375
-initializers do, is pure Python spread over parts that do not depend on
-each other.  A forked child runs one half on the very same objects and
+Two shapes of work use it.  ``run_alongside`` splits one big file's work
+in two: verifying a patched libtorch-sized library, or following what its
+375 initializers do, is pure Python spread over parts that do not depend
+on each other.  A forked child runs one half on the very same objects and
 mapped files (copy-on-write: nothing is read again) while this process runs
-the other; the child sends back its result, or what went wrong.  Where
-forking is unsafe or impossible (other threads running, no ``os.fork``),
-both halves simply run here in turn.
+the other; the child sends back its result, or what went wrong.
+``worker_pool`` is for many files (``check -j``): a process pool whose
+workers are forked too.
+
+Both fork, and say so: Python's default start method differs between
+versions and platforms (3.14 moved Linux from fork to forkserver), and a
+worker that is forked inherits the imported package and needs no pickled
+copy of anything but its job.  Where forking is unsafe or impossible (other
+threads running, no ``os.fork``), the work simply runs here in turn.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ import os
 import signal
 import threading
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from typing import Any, TypeVar
 
 from elfpatch.errors import ElfpatchError
@@ -57,6 +65,18 @@ def run_alongside(here: Callable[[], T], there: Callable[[], U], /) -> tuple[T, 
     if os.waitstatus_to_exitcode(status) != 0 or not report:  # died before it could say
         raise ChildCrashed(f"the forked half ended with status {status:#x} and no report")
     return mine, _result_of(report)
+
+
+def worker_pool(workers: int) -> ProcessPoolExecutor | None:
+    """A pool of ``workers`` forked processes, or None when the work should run here.
+
+    The caller shuts it down.  Jobs, their function and results must pickle.
+    """
+    if workers <= 1 or not _can_fork():
+        return None
+    import multiprocessing
+
+    return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"))
 
 
 def _can_fork() -> bool:

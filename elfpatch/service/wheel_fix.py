@@ -35,21 +35,20 @@ renamed into OUTDIR.  Any error leaves OUTDIR as it was.
 
 from __future__ import annotations
 
-import contextlib
 import enum
 import os
-import resource
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from elfpatch.base.regular_file import require_space
+from elfpatch.base.regular_file import copy_bytes, new_file_mode, require_space
 from elfpatch.errors import ElfpatchError, InputError
 from elfpatch.patch.staging import (
     ScratchFile,
     Staging,
     destination_problem,
+    ensure_descriptors,
     existing_folder,
     user_path,
 )
@@ -80,7 +79,7 @@ from elfpatch.wheel.read import (
     record_entries,
     record_member,
 )
-from elfpatch.wheel.write import OutputMember, ZipWriter, copy_range, kept
+from elfpatch.wheel.write import OutputMember, ZipWriter, kept
 from elfpatch.wheel.zipread import (
     ZipArchive,
     ZipMember,
@@ -292,7 +291,8 @@ class _WheelJob:
                               archive.label(record))
         self.progress("looking for ELF members")
         members = [m for m in elf_members(archive) if elf_type(archive, m) not in _NOT_LOADED]
-        _ensure_descriptors(len(members))
+        # Each member holds an inflated and a patched scratch file until the set commits.
+        ensure_descriptors(2 * len(members), Path(archive.name))
         # The ELF members are inflated side by side (they are planned as one set),
         # and the new wheel is about as large as this one.
         self._require_space(sum(m.size for m in members)
@@ -420,8 +420,8 @@ class _WheelJob:
         assert self.destination is not None
         self.progress("nothing to fix: copying")
         staged = self.staging.output(self.destination)
-        copy_range(archive.fd, 0, archive.size, staged.fd)
-        os.fchmod(staged.fd, _new_file_mode())
+        copy_bytes(archive.fd, 0, archive.size, staged.fd)
+        os.fchmod(staged.fd, new_file_mode())
         outputs = [kept(member, archive.fd) for member in archive.members]
         self._verify(staged.path, outputs, record.name, record_text, archive)
         self.result.status = WheelStatus.UNCHANGED
@@ -436,7 +436,7 @@ class _WheelJob:
         for output in outputs:
             writer.add(output)
         self.result.size_after = writer.finish(archive.comment)
-        os.fchmod(staged.fd, _new_file_mode())
+        os.fchmod(staged.fd, new_file_mode())
         self._verify(staged.path, outputs, record_name, record_text, archive)
 
     def _verify(self, staged: Path, outputs: list[OutputMember], record_name: str,
@@ -445,20 +445,3 @@ class _WheelJob:
         self.progress("verifying")
         verify_wheel(staged, source, self.destination, outputs, record_name, record_text,
                      self.progress)
-
-
-def _new_file_mode() -> int:
-    """What a new file gets here: 0666 less the umask (the staged file starts at 0600)."""
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return 0o666 & ~mask
-
-
-def _ensure_descriptors(members: int) -> None:
-    """Room for a scratch file per ELF member (they are planned together)."""
-    wanted = members * 2 + 64
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft != resource.RLIM_INFINITY and soft < wanted:
-        new = wanted if hard == resource.RLIM_INFINITY else min(hard, wanted)
-        with contextlib.suppress(ValueError, OSError):
-            resource.setrlimit(resource.RLIMIT_NOFILE, (new, hard))

@@ -35,6 +35,8 @@ from dataclasses import dataclass, field
 from functools import cache
 from types import ModuleType
 
+from elfpatch.base.regular_file import write_all
+
 WINDOW = 32768  # how far back a deflate block may reach
 EMPTY_STORED = b"\x00\x00\xff\xff"  # LEN and NLEN of an empty stored block
 EMPTY_FIXED_BITS = 10  # BFINAL=0, BTYPE=01, end-of-block code 0000000
@@ -382,18 +384,13 @@ def _deflate_fresh(pieces: list[Piece], new_fd: int, fresh_fd: int, segment: Fre
         if not chunk:
             raise OSError("the new content is shorter than planned")
         offset += len(chunk)
-        _write_all(fresh_fd, compressor.compress(chunk))
-    _write_all(fresh_fd, compressor.flush(zlib.Z_FINISH if segment.next_bit is None
+        write_all(fresh_fd, compressor.compress(chunk))
+    write_all(fresh_fd, compressor.flush(zlib.Z_FINISH if segment.next_bit is None
                                           else zlib.Z_SYNC_FLUSH))
     end = os.lseek(fresh_fd, 0, os.SEEK_END)
     if end > begin:
         pieces.append((fresh_fd, begin, end - begin))
 
-
-def _write_all(descriptor: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(descriptor, view) :]
 
 
 def piece_bytes(pieces: Iterable[Piece], step: int = 1 << 20) -> Iterator[bytes]:

@@ -16,6 +16,7 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from elfpatch.base.regular_file import write_all
 from elfpatch.elf.file import ElfFile
 from elfpatch.elf.symbols import symbol_tables
 from elfpatch.errors import PARSE_FAILURES, CorruptElfError, ElfpatchError, InputError
@@ -95,7 +96,7 @@ def inflate_member(archive: ZipArchive, member: ZipMember, row: RecordEntry,
         for chunk in chunks:
             hasher.update(chunk)
             crc = crc32(chunk, crc)
-            _write_all(scratch.fd, chunk)
+            write_all(scratch.fd, chunk)
     except InflateError as error:
         reason = f"corrupt compressed data ({error.reason})" if error.corrupt else error.reason
         raise archive.error(member, reason) from None
@@ -105,12 +106,6 @@ def inflate_member(archive: ZipArchive, member: ZipMember, row: RecordEntry,
         raise InputError(archive.label(member), "broken RECORD: the hash or size does not match "
                          "the content")
     return starts
-
-
-def _write_all(descriptor: int, data: bytes | memoryview) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(descriptor, view) :]
 
 
 # -- a changed member ------------------------------------------------------------------

@@ -20,7 +20,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from elfpatch.base.regular_file import TEMPORARY_MARK, require_space
+from elfpatch.base.regular_file import TEMPORARY_MARK, require_space, write_all
 from elfpatch.elf.constants import ELF_MAGIC
 from elfpatch.elf.file import ElfFile
 from elfpatch.errors import InputError
@@ -91,7 +91,7 @@ def member_data(archive: ZipArchive, member: ZipMember) -> bytes | mmap.mmap:
     descriptor = spill_file(folder)
     try:
         for chunk in archive.decoded_chunks(member):
-            _write_all(descriptor, chunk)
+            write_all(descriptor, chunk)
         return mmap.mmap(descriptor, 0, mmap.MAP_SHARED, mmap.PROT_READ)
     except OSError as error:
         raise archive.error(member, f"cannot spill the member to a temporary file: "
@@ -109,12 +109,6 @@ def spill_file(directory: Path) -> int:
                                             dir=directory)
         Path(name).unlink()
         return descriptor
-
-
-def _write_all(descriptor: int, data: bytes | memoryview) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(descriptor, view) :]
 
 
 # -- RECORD ------------------------------------------------------------------

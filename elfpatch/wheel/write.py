@@ -16,6 +16,7 @@ import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from elfpatch.base.regular_file import copy_bytes
 from elfpatch.wheel.deflate_splice import Piece
 from elfpatch.wheel.zipread import (
     CENTRAL_HEADER,
@@ -193,27 +194,6 @@ class ZipWriter:
             self._put(data)
             return length
         self._flush()
-        copy_range(source, start, length, self.fd)
+        copy_bytes(source, start, length, self.fd)
         self.offset += length
         return length
-
-
-def copy_range(source: int, start: int, length: int, destination: int) -> None:
-    """``length`` bytes of ``source`` from ``start`` appended to ``destination``."""
-    done = 0
-    try:
-        while done < length:
-            copied = os.copy_file_range(source, destination, length - done, start + done)
-            if copied == 0:
-                break
-            done += copied
-    except OSError:  # across file systems on older kernels, or not supported here
-        pass
-    while done < length:
-        data = os.pread(source, min(8 << 20, length - done), start + done)
-        if not data:
-            raise OSError(f"a source file ended {length - done} bytes early")
-        view = memoryview(data)
-        while view:
-            view = view[os.write(destination, view) :]
-        done += len(data)
