@@ -46,32 +46,51 @@ _PUBLIC = {
     "LibraryFacts": "elfpatch.analysis.check", "Finding": "elfpatch.analysis.check",
     "Clash": "elfpatch.analysis.check",
     "HostProfile": "elfpatch.loader.host",
+    # The string enums results hold (each equal to its JSON value).
+    "UniqueKind": "elfpatch.analysis.unique", "CheckRule": "elfpatch.analysis.check",
+    "Severity": "elfpatch.analysis.risks", "RiskKind": "elfpatch.analysis.risks",
+    "FixMode": "elfpatch.plan.bindings", "BindingTarget": "elfpatch.plan.bindings",
+    "WheelStatus": "elfpatch.service.wheel_fix",
 }
 
 # Literal, for linters and type checkers; a test checks it lists _PUBLIC.
-__all__ = ["CheckResult", "Clash", "ClosureEntry", "Coverage",
-           "DestructorScope", "ElfpatchError", "ExitCode", "FileScan", "Finding", "FixPlan",
-           "FixResult", "HostProfile", "InitializerEntry", "InitsResult", "Level",
+__all__ = ["BindingTarget", "CheckResult", "CheckRule", "Clash", "ClosureEntry", "Coverage",
+           "DestructorScope", "ElfpatchError", "ExitCode", "FileScan", "Finding", "FixMode",
+           "FixPlan", "FixResult", "HostProfile", "InitializerEntry", "InitsResult", "Level",
            "LibraryCheck", "LibraryFacts", "LibraryOutcome", "LibraryPlan", "MemberFix",
-           "ObjectReport", "Policy", "Refusal", "Risk", "ScanReport", "SymbolChange",
-           "UniqueSymbol", "WheelFixResult", "WheelsResult", "__version__", "check", "fix", "inits",
-           "repair_wheels", "scan"]
+           "ObjectReport", "Policy", "Refusal", "Risk", "RiskKind", "ScanReport", "Severity",
+           "SymbolChange", "UniqueKind", "UniqueSymbol", "WheelFixResult", "WheelStatus",
+           "WheelsResult", "__version__", "check", "fix", "inits", "repair_wheels", "scan"]
 
 if TYPE_CHECKING:
     from typing import Any
 
-    from elfpatch.analysis.check import CheckResult, Clash, Finding, LibraryCheck, LibraryFacts
+    from elfpatch.analysis.check import (
+        CheckResult,
+        CheckRule,
+        Clash,
+        Finding,
+        LibraryCheck,
+        LibraryFacts,
+    )
     from elfpatch.analysis.init_order import ClosureEntry, Coverage, InitsResult, ObjectReport
     from elfpatch.analysis.initializers import InitializerEntry
     from elfpatch.analysis.policy import DestructorScope, Level, Policy
-    from elfpatch.analysis.risks import Risk
-    from elfpatch.analysis.unique import FileScan, UniqueSymbol
+    from elfpatch.analysis.risks import Risk, RiskKind, Severity
+    from elfpatch.analysis.unique import FileScan, UniqueKind, UniqueSymbol
     from elfpatch.api import ScanReport, check, fix, inits, repair_wheels, scan
     from elfpatch.errors import ElfpatchError, ExitCode
     from elfpatch.loader.host import HostProfile
-    from elfpatch.plan.bindings import FixPlan, LibraryPlan, Refusal, SymbolChange
+    from elfpatch.plan.bindings import (
+        BindingTarget,
+        FixMode,
+        FixPlan,
+        LibraryPlan,
+        Refusal,
+        SymbolChange,
+    )
     from elfpatch.service.fix import FixResult, LibraryOutcome
-    from elfpatch.service.wheel_fix import MemberFix, WheelFixResult, WheelsResult
+    from elfpatch.service.wheel_fix import MemberFix, WheelFixResult, WheelsResult, WheelStatus
 
 
 def __getattr__(name: str) -> Any:

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from elfpatch.analysis.unique import FileScan
     from elfpatch.loader.dlopen import LoadHost
     from elfpatch.loader.host import HostProfile
+    from elfpatch.plan.bindings import FixMode
     from elfpatch.service.fix import FixResult
     from elfpatch.service.wheel_fix import WheelsResult
 
@@ -123,7 +124,7 @@ def _load_host(host: LoadHost | str | None) -> LoadHost | None:
 
 @_leaves_nothing_open
 def fix(paths: Paths, *, output: PathLike | None = None, in_place: bool = False,
-        mode: str = "local", only: str | None = None, exclude: str | None = None,
+        mode: FixMode | str = "local", only: str | None = None, exclude: str | None = None,
         strict: bool = False, force: bool = False, dry_run: bool = False,
         hide: Sequence[str] = (), keep_going: bool = False) -> FixResult:
     """Rewrite the UNIQUE bindings of ``paths``, analysed as one set.
@@ -134,13 +135,13 @@ def fix(paths: Paths, *, output: PathLike | None = None, in_place: bool = False,
     regexes LOCAL (``"preset:cxx-instantiations"``: the C++ runtime's template
     instantiations), unless another library of the set references them.
     """
-    from elfpatch.plan.bindings import FixOptions
+    from elfpatch.plan.bindings import FixOptions, fix_mode
     from elfpatch.service.fix import fix_paths
 
     targets = (output is not None) + in_place
     if targets > 1 or (targets == 0 and not dry_run):
         raise UsageError("fix", "give exactly one of output= and in_place=True (or dry_run=True)")
-    options = FixOptions(mode, only, exclude, strict, force, tuple(hide))
+    options = FixOptions(fix_mode(mode), only, exclude, strict, force, tuple(hide))
     result = fix_paths(path_list(paths), options,
                        None if output is None else os.fspath(output), dry_run)
     _raise_first(result.errors, keep_going)
@@ -148,8 +149,9 @@ def fix(paths: Paths, *, output: PathLike | None = None, in_place: bool = False,
 
 
 @_leaves_nothing_open
-def repair_wheels(wheels: Paths, wheel_dir: PathLike | None = None, *, mode: str = "local",
-                  only: str | None = None, exclude: str | None = None, strict: bool = False,
+def repair_wheels(wheels: Paths, wheel_dir: PathLike | None = None, *,
+                  mode: FixMode | str = "local", only: str | None = None,
+                  exclude: str | None = None, strict: bool = False,
                   force: bool = False, dry_run: bool = False, hide: Sequence[str] = (),
                   keep_going: bool = False,
                   progress: Callable[[str], None] | None = None) -> WheelsResult:
@@ -159,7 +161,7 @@ def repair_wheels(wheels: Paths, wheel_dir: PathLike | None = None, *, mode: str
     byte for byte), or none is; ``dry_run`` plans without a ``wheel_dir``.
     ``progress`` is called with a short line as each step starts.
     """
-    from elfpatch.plan.bindings import FixOptions
+    from elfpatch.plan.bindings import FixOptions, fix_mode
     from elfpatch.service.wheel_fix import fix_wheels
 
     given = path_list(wheels)
@@ -170,7 +172,7 @@ def repair_wheels(wheels: Paths, wheel_dir: PathLike | None = None, *, mode: str
         if wheel_dir is None and not dry_run:
             raise UsageError(wheel, "a wheel is repaired into a new wheel in a folder",
                              hint="elfpatch fix WHEEL -w OUTDIR (wheel_dir= in the API)")
-    options = FixOptions(mode, only, exclude, strict, force, tuple(hide))
+    options = FixOptions(fix_mode(mode), only, exclude, strict, force, tuple(hide))
     result = fix_wheels(given, None if wheel_dir is None else os.fspath(wheel_dir), options,
                         dry_run, progress)
     _raise_first(result.errors, keep_going)

@@ -172,7 +172,7 @@ def fix(paths: tuple[str, ...], output: str | None, in_place: bool, wheel_dir: s
     rather than LOCAL, so the set keeps loading and sharing what it shares.
     """
     from elfpatch import api
-    from elfpatch.plan.bindings import FixOptions
+    from elfpatch.plan.bindings import FixOptions, fix_mode
 
     targets = sum(1 for given in (output, in_place or None, wheel_dir) if given)
     if targets > 1 or (targets == 0 and not dry_run):
@@ -181,7 +181,8 @@ def fix(paths: tuple[str, ...], output: str | None, in_place: bool, wheel_dir: s
     from elfpatch.service.policy_file import load_policy
 
     hide = (*load_policy(None).hide, *hide)
-    options = FixOptions(mode, only, exclude, strict, force, hide)  # checked: one line if wrong
+    # Checked: one line if wrong.
+    options = FixOptions(fix_mode(mode), only, exclude, strict, force, hide)
     if wheel_dir is not None or all(p.endswith(".whl") for p in paths):
         _fix_wheels(paths, wheel_dir, options, dry_run, as_json, quiet, verbose)
     from elfpatch.service.fix import planned_destinations, run_clock

@@ -17,7 +17,8 @@ import pytest
 from support.build import another_distribution
 from support.fixlib import VARIANTS, built_library
 
-from elfpatch.report.check_sarif import FINGERPRINT, RULES
+from elfpatch.analysis.check import CheckRule
+from elfpatch.report.check_sarif import FINGERPRINT, RULE_CLASH, RULES
 
 SCRIPT = Path(sys.executable).with_name("elfpatch")
 
@@ -111,11 +112,18 @@ def test_every_rule_and_a_clash_validate(validator: Any, wheel: Path, tmp_path: 
     other = another_distribution(wheel, tmp_path)
     policy = tmp_path / "policy.toml"
     policy.write_text('[tool.elfpatch]\nexit-time-destructors = "error"\n'
-                      'max-initializers = { "*" = 0 }\n')
+                      'max-initializers = { "*" = 0 }\n'
+                      'cannot-load = "error"\nstays-loaded = "error"\n')
     _code, log = sarif("--config", policy, wheel, other)
     assert errors_of(validator, log) == []
     rules = {r["ruleId"] for r in log["runs"][0]["results"]}
-    assert {"unique", "unique-clash", "max-initializers"} <= rules
+    assert {"unique", "unique-clash", "max-initializers", "stays-loaded"} <= rules
+
+
+def test_every_check_rule_has_a_sarif_rule() -> None:
+    """A rule added to the policy is described to SARIF readers too (the loader rules
+    once were not, and their findings made ``--format sarif`` fail)."""
+    assert set(RULES) == {rule.value for rule in CheckRule} | {RULE_CLASH}
 
 
 def test_a_real_wheel_validates(validator: Any) -> None:

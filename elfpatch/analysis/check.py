@@ -11,6 +11,7 @@ address).  No two findings of a run share a key: a repeated one is numbered.
 
 from __future__ import annotations
 
+import enum
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable
@@ -18,7 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import PurePath
 from typing import TYPE_CHECKING
 
-from elfpatch.analysis.policy import Policy
+from elfpatch.analysis.policy import DestructorScope, Level, Policy
 from elfpatch.analysis.unique import FileScan, scan_elf
 from elfpatch.base.alongside import Alongside, in_turn
 from elfpatch.elf.file import ElfFile
@@ -30,33 +31,53 @@ if TYPE_CHECKING:
     from elfpatch.analysis.initializers import InitializerEntry
     from elfpatch.analysis.risks import Risk
 
-RULE_UNIQUE = "unique"
-RULE_INITIALIZERS = "max-initializers"
-RULE_EXIT_DESTRUCTOR = "exit-time-destructor"
-RULE_INIT_ORDER = "init-order"
-RULE_DESTRUCTION_ORDER = "destruction-order"
-RULE_CANNOT_LOAD = "cannot-load"
-RULE_STAYS_LOADED = "stays-loaded"
+
+class CheckRule(str, enum.Enum):
+    """A rule of the policy; the value names it in reports, baseline keys and SARIF."""
+
+    UNIQUE = "unique"
+    INITIALIZERS = "max-initializers"
+    EXIT_DESTRUCTOR = "exit-time-destructor"
+    INIT_ORDER = "init-order"
+    DESTRUCTION_ORDER = "destruction-order"
+    CANNOT_LOAD = "cannot-load"
+    STAYS_LOADED = "stays-loaded"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+# The names the reports and tests import.
+RULE_UNIQUE = CheckRule.UNIQUE
+RULE_INITIALIZERS = CheckRule.INITIALIZERS
+RULE_EXIT_DESTRUCTOR = CheckRule.EXIT_DESTRUCTOR
+RULE_INIT_ORDER = CheckRule.INIT_ORDER
+RULE_DESTRUCTION_ORDER = CheckRule.DESTRUCTION_ORDER
+RULE_CANNOT_LOAD = CheckRule.CANNOT_LOAD
+RULE_STAYS_LOADED = CheckRule.STAYS_LOADED
 
 
 @dataclass(frozen=True)
 class Finding:
     library: str  # the library's identity (archive member, or path as given)
-    rule: str
+    rule: CheckRule
     subject: str  # the symbol, object or count the finding is about
     message: str
-    level: str  # "error" or "warn" (after the policy)
+    level: Level  # ERROR or WARN (after the policy)
     baselined: bool = False
     # The baseline key, one per finding (``judge`` sets it); by default made of the above.
     key: str = ""
 
     def __post_init__(self) -> None:
+        # Made from the enums or their values ("error"): stored as the enums.
+        object.__setattr__(self, "rule", CheckRule(self.rule))
+        object.__setattr__(self, "level", Level(self.level))
         if not self.key:
             object.__setattr__(self, "key", f"{self.library}|{self.rule}|{self.subject}")
 
     @property
     def violation(self) -> bool:
-        return self.level == "error" and not self.baselined
+        return self.level is Level.ERROR and not self.baselined
 
 
 @dataclass(frozen=True)
@@ -125,7 +146,7 @@ class CheckResult:
     @property
     def clashes_fail(self) -> bool:
         """Whether a UNIQUE clash between packages fails the check (as UNIQUE errors do)."""
-        return self.policy.unique == "error"
+        return self.policy.unique is Level.ERROR
 
     @property
     def passed(self) -> bool:
@@ -255,11 +276,11 @@ def distinct_keys(keys: list[str]) -> list[str]:
 
 
 def _unique_findings(facts: LibraryFacts, policy: Policy) -> list[Finding]:
-    if policy.unique == "ignore":
+    if policy.unique is Level.IGNORE:
         return []
     return [Finding(facts.identity, RULE_UNIQUE, symbol.name,
                     f"STB_GNU_UNIQUE {symbol.kind.replace('_', ' ')}: {symbol.demangled}",
-                    policy.unique.value)
+                    policy.unique)
             for symbol in facts.scan.dynamic_unique_definitions
             if not policy.allowed(symbol.name, symbol.demangled)]
 
@@ -270,24 +291,24 @@ def _budget_findings(facts: LibraryFacts, policy: Policy) -> list[Finding]:
         return []
     return [Finding(facts.identity, RULE_INITIALIZERS, str(budget),
                     f"{facts.initializers} static initializers, over the budget of {budget}",
-                    "error")]
+                    Level.ERROR)]
 
 
 def _effect_findings(facts: LibraryFacts, policy: Policy) -> list[Finding]:
     findings = []
-    if policy.exit_time_destructors != "ignore":
+    if policy.exit_time_destructors is not Level.IGNORE:
         # "read-at-exit": only the objects a destructor, atexit function or thread reads.
-        every = policy.exit_time_destructors_scope == "all"
+        every = policy.exit_time_destructors_scope is DestructorScope.ALL
         findings += [Finding(facts.identity, RULE_EXIT_DESTRUCTOR, obj, message,
-                             policy.exit_time_destructors.value)
+                             policy.exit_time_destructors)
                      for obj, message, read in facts.exit_destructors if every or read]
-    if policy.init_order != "ignore":
+    if policy.init_order is not Level.IGNORE:
         findings += [Finding(facts.identity, RULE_INIT_ORDER, f"{reader}->{obj}", message,
-                             policy.init_order.value)
+                             policy.init_order)
                      for reader, obj, message in facts.init_order_errors]
-    if policy.destruction_order != "ignore":
+    if policy.destruction_order is not Level.IGNORE:
         findings += [Finding(facts.identity, RULE_DESTRUCTION_ORDER, f"{reader}->{obj}", message,
-                             policy.destruction_order.value)
+                             policy.destruction_order)
                      for reader, obj, message in facts.destruction_order_errors]
     return findings
 
@@ -298,12 +319,12 @@ def _load_findings(facts: LibraryFacts, policy: Policy) -> list[Finding]:
     if verdict is None:
         return []
     if not verdict.loads:
-        if policy.cannot_load == "ignore":
+        if policy.cannot_load is Level.IGNORE:
             return []
         return [Finding(facts.identity, RULE_CANNOT_LOAD, error.split(":", 1)[0],
                         f"dlopen in {verdict.host} fails: {error}", policy.cannot_load)
                 for error in verdict.load_errors]
-    if verdict.unloads or policy.stays_loaded == "ignore":
+    if verdict.unloads or policy.stays_loaded is Level.IGNORE:
         return []
     return [Finding(facts.identity, RULE_STAYS_LOADED,
                     blocker.kind if blocker.via is None else f"{blocker.kind}:{blocker.via}",

@@ -12,6 +12,9 @@ from typing import Any, Literal
 
 from elfpatch.elf.file import ElfFile
 
+# pyelftools ships no type information: its DWARF info, compile units, entries and
+# attributes are Any here, and every value taken from them is given its type.
+
 # DWARF location operations that name a variable's place (DWARF 5, section 7.7.1).
 _DW_OP_ADDR = 0x03
 _DW_OP_CONST4U = 0x0C

@@ -31,6 +31,7 @@ handler or a thread), where destroying it is what can go wrong.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -43,21 +44,45 @@ from elfpatch.analysis.initializers import (
 )
 from elfpatch.cxx.demangle import demangle
 
-SEVERITY_ERROR = "error"
-SEVERITY_WARNING = "warning"
 
-KIND_INIT_ORDER = "init-order"
-KIND_LINK_ORDER = "link-order-dependence"
-KIND_CROSS_OBJECT = "cross-object-init-order"
-KIND_EXIT_DESTRUCTOR = "exit-time-destructor"
-KIND_DESTRUCTION_ORDER = "destruction-order"
-KIND_CROSS_OBJECT_DESTRUCTION = "cross-object-destruction-order"
+class Severity(str, enum.Enum):
+    """How sure a risk is: a bug in this build, or correct only by luck of order."""
+
+    ERROR = "error"
+    WARNING = "warning"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class RiskKind(str, enum.Enum):
+    """What can go wrong; the value is the JSON's ``kind``."""
+
+    INIT_ORDER = "init-order"
+    LINK_ORDER = "link-order-dependence"
+    CROSS_OBJECT = "cross-object-init-order"
+    EXIT_DESTRUCTOR = "exit-time-destructor"
+    DESTRUCTION_ORDER = "destruction-order"
+    CROSS_OBJECT_DESTRUCTION = "cross-object-destruction-order"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+# The short names the analyses use.
+SEVERITY_ERROR, SEVERITY_WARNING = Severity.ERROR, Severity.WARNING
+KIND_INIT_ORDER = RiskKind.INIT_ORDER
+KIND_LINK_ORDER = RiskKind.LINK_ORDER
+KIND_CROSS_OBJECT = RiskKind.CROSS_OBJECT
+KIND_EXIT_DESTRUCTOR = RiskKind.EXIT_DESTRUCTOR
+KIND_DESTRUCTION_ORDER = RiskKind.DESTRUCTION_ORDER
+KIND_CROSS_OBJECT_DESTRUCTION = RiskKind.CROSS_OBJECT_DESTRUCTION
 
 
 @dataclass(frozen=True)
 class Risk:
-    severity: str
-    kind: str
+    severity: Severity
+    kind: RiskKind
     reader: str  # the initializer (symbol name, or address when unnamed)
     object: str  # the global, as named in the symbol table (else its address)
     constructed_by: str | None  # the initializer that constructs it, when known

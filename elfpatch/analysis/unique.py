@@ -9,6 +9,7 @@ fix keeps both tables consistent), but only .dynsym matters at run time.
 
 from __future__ import annotations
 
+import enum
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -22,12 +23,25 @@ from elfpatch.elf.symbols import DYNSYM, SymbolTable, symbol_tables
 if TYPE_CHECKING:  # the loader model is imported only by those who ask for a verdict
     from elfpatch.loader.dlopen import LoadVerdict
 
-# What a C++ engineer calls the entity behind a UNIQUE symbol.
-KIND_FUNCTION_LOCAL_STATIC = "function_local_static"
-KIND_GUARD_VARIABLE = "guard_variable"
-KIND_TEMPLATE_STATIC_MEMBER = "template_static_member"
-KIND_INLINE_VARIABLE = "inline_variable"
-KIND_OTHER = "other"
+
+class UniqueKind(str, enum.Enum):
+    """What a C++ engineer calls the entity behind a UNIQUE symbol (the JSON's ``kind``)."""
+
+    FUNCTION_LOCAL_STATIC = "function_local_static"
+    GUARD_VARIABLE = "guard_variable"
+    TEMPLATE_STATIC_MEMBER = "template_static_member"
+    INLINE_VARIABLE = "inline_variable"
+    OTHER = "other"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+KIND_FUNCTION_LOCAL_STATIC = UniqueKind.FUNCTION_LOCAL_STATIC
+KIND_GUARD_VARIABLE = UniqueKind.GUARD_VARIABLE
+KIND_TEMPLATE_STATIC_MEMBER = UniqueKind.TEMPLATE_STATIC_MEMBER
+KIND_INLINE_VARIABLE = UniqueKind.INLINE_VARIABLE
+KIND_OTHER = UniqueKind.OTHER
 
 KIND_DESCRIPTIONS = {
     KIND_FUNCTION_LOCAL_STATIC: "static local of an inline/template function",
@@ -56,7 +70,7 @@ class UniqueSymbol:
     section: str | None  # None when undefined or when section headers are missing
     defined: bool
     visibility: str
-    kind: str
+    kind: UniqueKind
 
 
 @dataclass(frozen=True)
@@ -96,7 +110,7 @@ class FileScan:
         return not (self.pinned_by_unique or self.nodelete)
 
 
-def classify(name: str, demangled: str) -> str:
+def classify(name: str, demangled: str) -> UniqueKind:
     """The kind of C++ entity a mangled symbol names."""
     if name.startswith("_ZGV"):
         return KIND_GUARD_VARIABLE

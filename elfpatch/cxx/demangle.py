@@ -51,6 +51,8 @@ _DEPTH = 8  # the runtimes' dependency chains are two or three deep
 # without end.
 _CACHE_SIZE = 1 << 14
 
+# (__cxa_demangle, free) from the loaded runtime: ctypes function pointers, whose
+# class typeshed names only privately, hence Any.
 _Functions = tuple[Any, Any]
 
 

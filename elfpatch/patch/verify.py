@@ -64,6 +64,7 @@ from elfpatch.plan.bindings import (
     TARGET_LOCAL,
     TARGET_LOCAL_HIDDEN,
     TARGET_WEAK_HIDDEN,
+    BindingTarget,
     LibraryPlan,
 )
 
@@ -201,7 +202,7 @@ class _TablePair:
 
     old: SymbolTable
     new: SymbolTable
-    targets: dict[int, str]
+    targets: dict[int, BindingTarget]
     layout: _Layout
 
 
@@ -214,7 +215,7 @@ def _verify(original: ElfFile, patched: ElfFile, plan: LibraryPlan,
     """
     if patched.size != original.size:
         raise _fail(original, "file size changed")
-    wanted: dict[str, dict[int, str]] = defaultdict(dict)
+    wanted: dict[str, dict[int, BindingTarget]] = defaultdict(dict)
     for change in plan.changes:
         wanted[change.table][change.index] = change.target
     dynsym = _pair(original, patched, DYNSYM, read_dynsym, wanted)
@@ -243,7 +244,7 @@ def _verify(original: ElfFile, patched: ElfFile, plan: LibraryPlan,
 
 def _pair(original: ElfFile, patched: ElfFile, kind: str,
           read: Callable[[ElfFile], SymbolTable | None],
-          wanted: dict[str, dict[int, str]]) -> _TablePair | None:
+          wanted: dict[str, dict[int, BindingTarget]]) -> _TablePair | None:
     old, new = read(original), read(patched)
     if old is None or new is None:
         if old is not new or wanted.get(kind):
@@ -260,7 +261,7 @@ def _verify_symbols(original: ElfFile, pair: _TablePair) -> None:
 
 
 def _layout(original: ElfFile, old: SymbolTable, new: SymbolTable,
-            targets: dict[int, str]) -> _Layout:
+            targets: dict[int, BindingTarget]) -> _Layout:
     if new.count != old.count:
         raise _fail(original, f"{old.kind} has {new.count} entries instead of {old.count}")
     moved = tuple(sorted(i for i, target in targets.items() if target in LOCAL_TARGETS))
@@ -268,7 +269,7 @@ def _layout(original: ElfFile, old: SymbolTable, new: SymbolTable,
 
 
 def _verify_none_left(original: ElfFile, old: SymbolTable, new: SymbolTable,
-                      targets: dict[int, str]) -> None:
+                      targets: dict[int, BindingTarget]) -> None:
     """No planned symbol (known by its name's string-table offset) is UNIQUE anywhere."""
     planned = {old.name_offsets[index] for index in targets}
     for index in new.unique_indices():
@@ -277,7 +278,7 @@ def _verify_none_left(original: ElfFile, old: SymbolTable, new: SymbolTable,
 
 
 def _verify_entries(original: ElfFile, old: SymbolTable, new: SymbolTable, layout: _Layout,
-                    targets: dict[int, str]) -> None:
+                    targets: dict[int, BindingTarget]) -> None:
     """The new table is, byte for byte, the old one laid out anew with the planned bindings.
 
     The expected table is built from the old entries and compared in one

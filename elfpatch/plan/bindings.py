@@ -7,6 +7,7 @@ plain data: ``--dry-run`` prints it, the writer executes it.
 
 from __future__ import annotations
 
+import enum
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -16,19 +17,47 @@ from elfpatch.cxx.demangle import demangle
 from elfpatch.elf.symbols import DYNSYM
 from elfpatch.errors import UsageError
 
-MODE_LOCAL = "local"
-MODE_WEAK_HIDDEN = "weak-hidden"
-MODE_GLOBAL = "global"
-MODES = (MODE_LOCAL, MODE_WEAK_HIDDEN, MODE_GLOBAL)
 
-# What each mode writes, as readelf would print binding (+ visibility).
-TARGET_LOCAL = "LOCAL"
-TARGET_WEAK_HIDDEN = "WEAK HIDDEN"
-TARGET_GLOBAL = "GLOBAL"
-# What --hide writes: LOCAL, and HIDDEN because glibc's lazy binding (_dl_fixup)
-# looks a default-visibility symbol up by name even when it is LOCAL, finds
-# nothing, and fails the first call through the PLT ("undefined symbol").
-TARGET_LOCAL_HIDDEN = "LOCAL HIDDEN"
+class FixMode(str, enum.Enum):
+    """``fix --to``: the binding UNIQUE symbols get; the value is the option's and the JSON's."""
+
+    LOCAL = "local"
+    WEAK_HIDDEN = "weak-hidden"
+    GLOBAL = "global"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+MODE_LOCAL, MODE_WEAK_HIDDEN, MODE_GLOBAL = FixMode.LOCAL, FixMode.WEAK_HIDDEN, FixMode.GLOBAL
+MODES = tuple(mode.value for mode in FixMode)  # the choices of --to
+
+
+def fix_mode(given: FixMode | str) -> FixMode:
+    """The mode given as the enum or its value; anything else is one line."""
+    if given not in MODES:
+        raise UsageError("mode", f"{given!r} is not one of {', '.join(MODES)}")
+    return FixMode(given)
+
+
+class BindingTarget(str, enum.Enum):
+    """What a change writes, as readelf would print binding (+ visibility)."""
+
+    LOCAL = "LOCAL"
+    WEAK_HIDDEN = "WEAK HIDDEN"
+    GLOBAL = "GLOBAL"
+    # What --hide writes: LOCAL, and HIDDEN because glibc's lazy binding (_dl_fixup)
+    # looks a default-visibility symbol up by name even when it is LOCAL, finds
+    # nothing, and fails the first call through the PLT ("undefined symbol").
+    LOCAL_HIDDEN = "LOCAL HIDDEN"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+# The short names the planner, writer and verifier use.
+TARGET_LOCAL, TARGET_WEAK_HIDDEN = BindingTarget.LOCAL, BindingTarget.WEAK_HIDDEN
+TARGET_GLOBAL, TARGET_LOCAL_HIDDEN = BindingTarget.GLOBAL, BindingTarget.LOCAL_HIDDEN
 LOCAL_TARGETS = (TARGET_LOCAL, TARGET_LOCAL_HIDDEN)
 MODE_TARGETS = {MODE_LOCAL: TARGET_LOCAL, MODE_WEAK_HIDDEN: TARGET_WEAK_HIDDEN,
                 MODE_GLOBAL: TARGET_GLOBAL}
@@ -57,7 +86,7 @@ class SymbolChange:
     table: str
     index: int
     name: str
-    target: str  # TARGET_*
+    target: BindingTarget
     reason: str
     original: str = "UNIQUE"  # the binding before: UNIQUE, or GLOBAL/WEAK for --hide
 
@@ -97,7 +126,7 @@ class LibraryPlan:
 
 @dataclass(frozen=True)
 class FixPlan:
-    mode: str
+    mode: FixMode
     libraries: tuple[LibraryPlan, ...]
     refusals: tuple[Refusal, ...]
 
@@ -106,7 +135,7 @@ class FixPlan:
 class FixOptions:
     """What ``fix`` is asked to do; checked when made, so a bad value fails at once."""
 
-    mode: str = MODE_LOCAL  # one of MODES
+    mode: FixMode = FixMode.LOCAL
     only: str | None = None  # a regular expression on mangled or demangled names
     exclude: str | None = None
     strict: bool = False
@@ -115,8 +144,8 @@ class FixOptions:
     hide: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        if self.mode not in MODES:
-            raise UsageError("mode", f"{self.mode!r} is not one of {', '.join(MODES)}")
+        # Checked again: a caller without a type checker may give any value.
+        object.__setattr__(self, "mode", fix_mode(self.mode))  # frozen: only while being made
         if self.strict and self.force:
             raise UsageError("strict", "strict and force contradict each other")
         for text in self.hide:
@@ -238,9 +267,9 @@ def plan_library(label: str, candidates: Iterable[Candidate], uses: dict[str, Sh
     chosen = [c for c in chosen if not c.hidden]
     decisions = _decide(chosen, uses, options)
     refusals = [_refusal(label, c, uses.get(c.name)) for c in chosen
-                if options.strict and decisions[c.name][1] == "shared" and c.table == DYNSYM]
-    changes = tuple(SymbolChange(c.table, c.index, c.name, *decisions[c.name][::2])
-                    for c in chosen)
+                if options.strict and decisions[c.name][1] is _Why.SHARED and c.table == DYNSYM]
+    changes = tuple(SymbolChange(c.table, c.index, c.name, decisions[c.name][0],
+                                 decisions[c.name][2]) for c in chosen)
     hides, kept = _decide_hidden(hidden, uses)
     return LibraryPlan(label, changes + hides, tuple(skipped), kept), refusals
 
@@ -267,30 +296,45 @@ def _refusal(label: str, candidate: Candidate, use: SharedUse | None) -> Refusal
                    use.also_defined_by, use.referenced_count, use.also_defined_count)
 
 
+class _Why(str, enum.Enum):
+    """Why a symbol gets its target: only SHARED ones are refused by --strict and keep
+    their guard variable shared too."""
+
+    UNDEFINED = "undefined"
+    REQUESTED = "requested"
+    SHARED = "shared"
+    FORCED = "forced"
+    PRIVATE = "private"
+
+
+# A symbol's decision: (target, why, the reason the plan shows).
+_Decision = tuple[BindingTarget, _Why, str]
+
+
 def _decide(chosen: list[Candidate], uses: dict[str, SharedUse],
-            options: FixOptions) -> dict[str, tuple[str, str, str]]:
-    """name -> (target, why-category, reason) for every chosen symbol name."""
+            options: FixOptions) -> dict[str, _Decision]:
+    """name -> its decision, for every chosen symbol name."""
     wanted = MODE_TARGETS[options.mode]
-    decisions: dict[str, tuple[str, str, str]] = {}
+    decisions: dict[str, _Decision] = {}
     for c in chosen:
         if c.name in decisions:
             continue
         use = uses.get(c.name)
         if not c.defined:
-            decisions[c.name] = (TARGET_GLOBAL, "undefined", "undefined reference")
+            decisions[c.name] = (TARGET_GLOBAL, _Why.UNDEFINED, "undefined reference")
         elif wanted == TARGET_GLOBAL:
-            decisions[c.name] = (TARGET_GLOBAL, "requested", "--to global")
+            decisions[c.name] = (TARGET_GLOBAL, _Why.REQUESTED, "--to global")
         elif use is not None and use.is_shared and not options.force:
-            decisions[c.name] = (TARGET_GLOBAL, "shared", _shared_reason(use))
+            decisions[c.name] = (TARGET_GLOBAL, _Why.SHARED, _shared_reason(use))
         elif use is not None and use.is_shared:
-            decisions[c.name] = (wanted, "forced", "--force: " + _shared_reason(use))
+            decisions[c.name] = (wanted, _Why.FORCED, "--force: " + _shared_reason(use))
         else:
-            decisions[c.name] = (wanted, "private", "no other library of the set uses it")
+            decisions[c.name] = (wanted, _Why.PRIVATE, "no other library of the set uses it")
     _pair_guards(decisions)
     return decisions
 
 
-def _pair_guards(decisions: dict[str, tuple[str, str, str]]) -> None:
+def _pair_guards(decisions: dict[str, _Decision]) -> None:
     """An object and its guard variable must stay shared or private together.
 
     If the object stayed shared (GLOBAL) while its guard went private, each
@@ -298,8 +342,8 @@ def _pair_guards(decisions: dict[str, tuple[str, str, str]]) -> None:
     """
     for name, (_target, why, _reason) in list(decisions.items()):
         partner = guard_partner(name)
-        if why != "shared" or partner not in decisions:
+        if why is not _Why.SHARED or partner not in decisions:
             continue
         if decisions[partner][0] != TARGET_GLOBAL:
-            decisions[partner] = (TARGET_GLOBAL, "shared",
+            decisions[partner] = (TARGET_GLOBAL, _Why.SHARED,
                                   f"kept together with {name}, which stays shared")

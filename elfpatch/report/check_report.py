@@ -24,10 +24,13 @@ from elfpatch.analysis.check import (
     RULE_EXIT_DESTRUCTOR,
     RULE_UNIQUE,
     CheckResult,
+    CheckRule,
     Clash,
     Finding,
     LibraryCheck,
 )
+from elfpatch.analysis.policy import Level
+from elfpatch.analysis.unique import UniqueSymbol
 from elfpatch.errors import ElfpatchError
 from elfpatch.report.scan_json import SCHEMA_VERSION, error_record, file_record
 from elfpatch.report.style import Styler, plural
@@ -98,13 +101,13 @@ def _library_head(library: LibraryCheck) -> str:
 def _library_summary(library: LibraryCheck, style: Styler) -> list[str]:
     """The head line, then one line per level and rule: a count and the first few subjects."""
     lines = [_library_head(library)]
-    groups: dict[tuple[str, str], list[Finding]] = defaultdict(list)
+    groups: dict[tuple[Level, CheckRule], list[Finding]] = defaultdict(list)
     for finding in library.findings:
         if not finding.baselined:
             groups[(finding.level, finding.rule)].append(finding)
     names = {s.name: s for s in library.facts.scan.dynamic_unique_definitions}
     for (level, rule), findings in groups.items():
-        role = "bad" if level == "error" else "warn"
+        role = "bad" if level is Level.ERROR else "warn"
         detail = _unique_kinds(findings, names) if rule == RULE_UNIQUE else ""
         width = _EXAMPLE_WIDTH if rule in (RULE_UNIQUE, RULE_EXIT_DESTRUCTOR) else _NAME_WIDTH * 2
         named = _distinct_names(findings, names, width)
@@ -119,7 +122,8 @@ def _library_summary(library: LibraryCheck, style: Styler) -> list[str]:
 _UNNAMED = "an object"
 
 
-def _distinct_names(findings: list[Finding], names: dict[str, Any], width: int) -> list[str]:
+def _distinct_names(findings: list[Finding], names: dict[str, UniqueSymbol],
+                    width: int) -> list[str]:
     """The findings' subjects, shortened, each once, leaving out the ones without a name."""
     seen: dict[str, None] = {}
     for finding in findings:
@@ -137,7 +141,7 @@ def _baselined_line(library: LibraryCheck, style: Styler) -> list[str]:
         if baselined else []
 
 
-def _unique_kinds(findings: list[Finding], names: dict[str, Any]) -> str:
+def _unique_kinds(findings: list[Finding], names: dict[str, UniqueSymbol]) -> str:
     kinds = Counter(names[f.subject].kind.replace("_", " ") for f in findings
                     if f.subject in names)
     if not kinds:
@@ -146,11 +150,11 @@ def _unique_kinds(findings: list[Finding], names: dict[str, Any]) -> str:
     return " (" + ", ".join(named) + (", ..." if len(kinds) > 2 else "") + ")"
 
 
-def _subject_name(finding: Finding, names: dict[str, Any]) -> str:
+def _subject_name(finding: Finding, names: dict[str, UniqueSymbol]) -> str:
     """What a finding is about, in few words: the symbol or object, else its message."""
     symbol = names.get(finding.subject)
     if symbol is not None:
-        return str(symbol.demangled)
+        return symbol.demangled
     if finding.rule == RULE_EXIT_DESTRUCTOR:
         from elfpatch.cxx.demangle import demangle
 
@@ -186,7 +190,7 @@ def _library_lines(library: LibraryCheck, style: Styler) -> list[str]:
     for finding in library.findings:
         if finding.baselined:
             continue
-        role = "bad" if finding.level == "error" else "warn"
+        role = "bad" if finding.level is Level.ERROR else "warn"
         lines.append("    " + style(f"{finding.level}: {finding.rule}", role) +
                      f": {finding.message}")
     return lines + _baselined_line(library, style)
@@ -231,8 +235,8 @@ def next_steps(result: CheckResult) -> list[str]:
 
 
 def _finding(finding: Finding) -> dict[str, Any]:
-    return {"library": finding.library, "rule": finding.rule, "subject": finding.subject,
-            "level": finding.level, "baselined": finding.baselined, "key": finding.key,
+    return {"library": finding.library, "rule": finding.rule.value, "subject": finding.subject,
+            "level": finding.level.value, "baselined": finding.baselined, "key": finding.key,
             "message": finding.message}
 
 
@@ -298,7 +302,7 @@ def _workflow_command(annotation: _Annotation) -> str:
 
 
 def _finding_annotations(result: CheckResult) -> list[_Annotation]:
-    return [_Annotation("error" if finding.level == "error" else "warning",
+    return [_Annotation("error" if finding.level is Level.ERROR else "warning",
                         f"elfpatch {finding.rule} in {finding.library}", finding.message,
                         library.facts.source.path, finding.library)
             for library in result.libraries for finding in library.findings
@@ -433,10 +437,10 @@ def _note_line(finding: Finding) -> str:
 def _failure_summary(violations: list[Finding]) -> tuple[str, str]:
     """The failure's type and message: the rule and message of one, or counts of several."""
     if len(violations) == 1:
-        return violations[0].rule, violations[0].message
+        return violations[0].rule.value, violations[0].message
     rules = Counter(f.rule for f in violations)
     counts = ", ".join(f"{rule} ({count})" for rule, count in rules.items())
-    kind = next(iter(rules)) if len(rules) == 1 else "elfpatch"
+    kind = next(iter(rules)).value if len(rules) == 1 else "elfpatch"
     return kind, f"{plural(len(violations), 'violation')}: {counts}"
 
 

@@ -16,27 +16,25 @@ import hashlib
 from typing import Any
 
 from elfpatch.analysis.check import (
-    RULE_DESTRUCTION_ORDER,
-    RULE_EXIT_DESTRUCTOR,
-    RULE_INIT_ORDER,
-    RULE_INITIALIZERS,
     RULE_UNIQUE,
     CheckResult,
+    CheckRule,
     Clash,
     Finding,
     LibraryCheck,
 )
+from elfpatch.analysis.policy import Level
 
 SARIF_VERSION = "2.1.0"
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
-RULE_CLASH = "unique-clash"
+RULE_CLASH = "unique-clash"  # not a CheckRule: clashes are judged across libraries
 # The fingerprint's name carries a version: a change of how keys are made is a new one.
 FINGERPRINT = "elfpatchFindingKey/v2"
 
 # id: (name, short description, help). The help is what a reader of the alert
 # sees under "Rule help": what happens at run time, and what to do.
 RULES: dict[str, tuple[str, str, str]] = {
-    RULE_UNIQUE: (
+    CheckRule.UNIQUE.value: (
         "GnuUniqueSymbol",
         "An STB_GNU_UNIQUE symbol is defined by a shared library.",
         "glibc's loader keeps one definition of each STB_GNU_UNIQUE symbol per process: "
@@ -44,30 +42,45 @@ RULES: dict[str, tuple[str, str, str]] = {
         "a library whose definition is used can never be unloaded by dlclose. Rewrite the "
         "binding (elfpatch fix, or fix -w for wheels), rebuild with -fno-gnu-unique, or "
         "accept the symbol with an allow pattern in [tool.elfpatch]."),
-    RULE_INITIALIZERS: (
+    CheckRule.INITIALIZERS.value: (
         "StaticInitializerBudget",
         "A library has more static initializers than its budget allows.",
         "Each static initializer runs when the library is loaded, before any of its "
         "functions is called. Raise max-initializers in [tool.elfpatch], or build the "
         "globals on first use (function-local statics) or at compile time (constexpr)."),
-    RULE_EXIT_DESTRUCTOR: (
+    CheckRule.EXIT_DESTRUCTOR.value: (
         "ExitTimeDestructor",
         "A global object is destroyed at exit.",
         "An object destroyed at exit can still be used afterwards by other destructors, "
         "atexit functions or detached threads, which then read a destroyed object. Never "
         "destroying it (static T& t = *new T;) avoids that."),
-    RULE_INIT_ORDER: (
+    CheckRule.INIT_ORDER.value: (
         "StaticInitializationOrder",
         "An initializer reads a global before it is constructed.",
         "A static initializer reads a global that another initializer constructs later "
         "(the static initialization order fiasco). Make the global constinit or constexpr, "
         "or a function-local static built on first use."),
-    RULE_DESTRUCTION_ORDER: (
+    CheckRule.DESTRUCTION_ORDER.value: (
         "StaticDestructionOrder",
         "A destructor reads a global already destroyed at exit.",
         "Destructors run in the reverse order of registration: this one reads a global "
         "whose destructor has already run (the static destruction order fiasco). Never "
         "destroy the global it reads (static T& t = *new T;)."),
+    CheckRule.CANNOT_LOAD.value: (
+        "LibraryCannotLoad",
+        "dlopen of the library fails in the host process.",
+        "The loader model finds that dlopen fails: a DT_NEEDED library or a symbol version "
+        "the library needs is not found, a symbol a load-time relocation names is defined "
+        "nowhere, it is a PIE program, or it needs more initial-exec TLS than dlopen allows. "
+        "Ship or depend on what is missing, or set cannot-load = \"ignore\"."),
+    CheckRule.STAYS_LOADED.value: (
+        "LibraryStaysLoaded",
+        "dlclose leaves the library mapped.",
+        "glibc keeps the library loaded after dlclose: it entered an STB_GNU_UNIQUE name "
+        "first, carries DF_1_NODELETE, registers thread_local destructors while it loads, "
+        "or a library that stays loaded needs it or binds to it. Its destructors do not run "
+        "and a later dlopen finds the old copy. The message names the cure of each blocker "
+        "(elfpatch fix for UNIQUE symbols, fix --hide for exported instantiations)."),
     RULE_CLASH: (
         "GnuUniqueClash",
         "Libraries of different packages define the same STB_GNU_UNIQUE symbol.",
@@ -111,8 +124,8 @@ def _rule(rule_id: str, name: str, short: str, help_text: str) -> dict[str, Any]
 _RULE_INDEX = {rule_id: index for index, rule_id in enumerate(RULES)}
 
 
-def _sarif_level(level: str) -> str:
-    return "error" if level == "error" else "warning"
+def _sarif_level(level: Level) -> str:
+    return "error" if level is Level.ERROR else "warning"
 
 
 def fingerprint(key: str) -> str:
@@ -134,8 +147,8 @@ class _Known:
 
 def _finding_result(finding: Finding, known: _Known) -> dict[str, Any]:
     record: dict[str, Any] = {
-        "ruleId": finding.rule,
-        "ruleIndex": _RULE_INDEX[finding.rule],
+        "ruleId": finding.rule.value,
+        "ruleIndex": _RULE_INDEX[finding.rule.value],
         "level": _sarif_level(finding.level),
         "message": {"text": finding.message},
         "locations": [_location(finding, known)],

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from elfpatch.plan.bindings import LibraryPlan, Refusal
+from elfpatch.plan.bindings import FixMode, LibraryPlan, Refusal
 from elfpatch.report.scan_json import SCHEMA_VERSION, error_record, printable_record
 from elfpatch.service.fix import FixResult, LibraryOutcome
 
@@ -17,7 +17,7 @@ def _plan_records(plan: LibraryPlan) -> dict[str, Any]:
     return {
         "changes": [
             {"table": c.table, "index": c.index, "name": c.name, "demangled": c.demangled,
-             "from": c.original, "to": c.target, "reason": c.reason}
+             "from": c.original, "to": c.target.value, "reason": c.reason}
             for c in plan.changes
         ],
         "skipped": [{"table": c.table, "index": c.index, "name": c.name} for c in plan.skipped],
@@ -48,7 +48,7 @@ def fix_document(result: FixResult, dry_run: bool) -> dict[str, Any]:
     plan = result.plan
     return printable_record({
         "version": SCHEMA_VERSION,
-        "mode": plan.mode if plan else None,
+        "mode": plan.mode.value if plan else None,
         "dry_run": dry_run,
         "libraries": [_library(o) for o in result.outcomes],
         "refusals": [_refusal(r) for r in plan.refusals] if plan else [],
@@ -56,12 +56,12 @@ def fix_document(result: FixResult, dry_run: bool) -> dict[str, Any]:
     })
 
 
-def wheel_document(result: WheelsResult, mode: str, dry_run: bool) -> dict[str, Any]:
+def wheel_document(result: WheelsResult, mode: FixMode, dry_run: bool) -> dict[str, Any]:
     """``fix -w --json`` (schema ``fix_wheels.schema.json``): each wheel, what became of
     it, and the plan of each of its ELF members, named by member."""
     return printable_record({
         "version": SCHEMA_VERSION,
-        "mode": mode,
+        "mode": mode.value,
         "dry_run": dry_run,
         "interrupted": result.interrupted,
         "wheels": [_wheel(wheel) for wheel in result.wheels],
@@ -74,7 +74,7 @@ def _wheel(wheel: WheelFixResult) -> dict[str, Any]:
     return {
         "wheel": wheel.wheel,
         "destination": wheel.destination,
-        "status": wheel.status,
+        "status": wheel.status.value,
         "written": wheel.written,
         "size_before": wheel.size_before,
         "size_after": wheel.size_after,

@@ -207,17 +207,19 @@ def _member_lines(name: str, plan: LibraryPlan, style: Styler, dry_run: bool,
 
 def _wheel_outcome(wheel: WheelFixResult, style: Styler) -> str:
     """What became of the wheel, after its name."""
+    from elfpatch.service.wheel_fix import WheelStatus  # imported already: the fix ran
+
     changed = len(wheel.changed_members)
-    if wheel.status == "planned":
+    if wheel.status is WheelStatus.PLANNED:
         return f" (dry run: {plural(changed, 'member')} would be rewritten; nothing written)"
-    if wheel.status == "refused":
+    if wheel.status is WheelStatus.REFUSED:
         return " " + style("(refused; nothing written)", "bad")
-    if wheel.status == "failed":
+    if wheel.status is WheelStatus.FAILED:
         return " " + style("(failed; nothing written)", "bad")
     where = f" -> {wheel.destination}"
     if not wheel.written:
         return where + " " + style("(not written: the run did not complete)", "bad")
-    if wheel.status == "unchanged":
+    if wheel.status is WheelStatus.UNCHANGED:
         return where + " " + style("(unchanged: nothing to fix, copied as it is)", "good")
     size = ""
     if wheel.size_after is not None and wheel.size_before:

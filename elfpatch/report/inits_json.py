@@ -36,6 +36,7 @@ def _entry(entry: InitializerEntry) -> dict[str, Any]:
 
 def _risk(risk: Risk) -> dict[str, Any]:
     record = asdict(risk)
+    record["severity"], record["kind"] = risk.severity.value, risk.kind.value
     for name in _OPTIONAL_RISK_FIELDS:
         if record[name] is None:
             del record[name]

@@ -14,7 +14,7 @@ from collections import Counter, defaultdict
 
 from elfpatch.analysis.init_order import PHASE_PREINIT, Coverage, InitsResult, ObjectReport
 from elfpatch.analysis.initializers import InitializerEntry, InitializerPart, demangle_label
-from elfpatch.analysis.risks import KIND_EXIT_DESTRUCTOR, SEVERITY_ERROR, Risk
+from elfpatch.analysis.risks import Risk, RiskKind, Severity
 from elfpatch.cxx.demangle import demangle
 from elfpatch.report.style import Styler, plural
 
@@ -106,9 +106,9 @@ def _render_object(report: ObjectReport, style: Styler, verbose: bool) -> str:
 def _render_risks(risks: tuple[Risk, ...], style: Styler, verbose: bool) -> list[str]:
     if not risks:
         return ["  " + style("no initialization-order risks found", "good")]
-    errors = [r for r in risks if r.severity == SEVERITY_ERROR]
-    destructors = [r for r in risks if r.kind == KIND_EXIT_DESTRUCTOR]
-    others = [r for r in risks if r.severity != SEVERITY_ERROR and r not in destructors]
+    errors = [r for r in risks if r.severity is Severity.ERROR]
+    destructors = [r for r in risks if r.kind is RiskKind.EXIT_DESTRUCTOR]
+    others = [r for r in risks if r.severity is not Severity.ERROR and r not in destructors]
     head = f"  risks: {plural(len(errors), 'error')}, {plural(len(others), 'warning')}"
     if destructors:
         head += f"; {plural(len(destructors), 'object')} destroyed at exit"
@@ -127,7 +127,7 @@ def _render_risks(risks: tuple[Risk, ...], style: Styler, verbose: bool) -> list
 
 
 def _risk_line(risk: Risk, style: Styler) -> str:
-    role = "bad" if risk.severity == SEVERITY_ERROR else "warn"
+    role = "bad" if risk.severity is Severity.ERROR else "warn"
     return "    " + style(f"{risk.severity}: {risk.kind}", role) + f": {risk.message}"
 
 
@@ -210,7 +210,7 @@ def _coverage_line(coverage: Coverage, style: Styler) -> str:
 
 def _summary(result: InitsResult, style: Styler) -> str:
     count = sum(len(r.initializers) for r in result.objects)
-    errors = sum(1 for r in result.objects for k in r.risks if k.severity == SEVERITY_ERROR)
+    errors = sum(1 for r in result.objects for k in r.risks if k.severity is Severity.ERROR)
     text = (f"{plural(len(result.objects), 'object')}: {plural(count, 'initializer')}, "
             f"{plural(errors, 'error')}")
     if result.errors:

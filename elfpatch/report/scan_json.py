@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
-from elfpatch.analysis.unique import FileScan
+from elfpatch.analysis.unique import FileScan, UniqueSymbol
 from elfpatch.elf.file import printable
 from elfpatch.errors import ElfpatchError
 
@@ -23,12 +23,18 @@ def file_record(scan: FileScan) -> dict[str, Any]:
         "elf_class": scan.elf_class,
         "elf_type": scan.elf_type,
         "soname": scan.soname,
-        "unique": [asdict(symbol) for symbol in scan.unique],
+        "unique": [_unique_record(symbol) for symbol in scan.unique],
         "unique_definitions": len(scan.dynamic_unique_definitions),
         "unloads_on_dlclose": scan.unloads_on_dlclose,
         "nodelete": scan.nodelete,
         "load": None if scan.load is None else load_record(scan.load),
     }
+
+
+def _unique_record(symbol: UniqueSymbol) -> dict[str, Any]:
+    record = asdict(symbol)
+    record["kind"] = symbol.kind.value
+    return record
 
 
 def load_record(verdict: LoadVerdict) -> dict[str, Any]:

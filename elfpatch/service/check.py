@@ -22,7 +22,7 @@ from elfpatch.analysis.check import (
     judge,
     package_of_source,
 )
-from elfpatch.analysis.policy import Policy
+from elfpatch.analysis.policy import Level, Policy
 from elfpatch.base.regular_file import read_regular_text, write_regular_text
 from elfpatch.elf.source import ElfSource, open_source
 from elfpatch.errors import PARSE_FAILURES, ElfpatchError, InputError, malformed
@@ -42,9 +42,9 @@ def run_check(paths: Iterable[str], policy: Policy, baseline: set[str], jobs: in
     """``need_sources``: also find where UNIQUE definitions are declared (DWARF; for SARIF);
     ``host`` and ``now``: the process and dlopen mode of the loader's verdicts."""
     sources, errors = split_sources(paths)
-    need_effects = need_effects and (policy.exit_time_destructors != "ignore"
-                                     or policy.init_order != "ignore"
-                                     or policy.destruction_order != "ignore")
+    need_effects = need_effects and (policy.exit_time_destructors is not Level.IGNORE
+                                     or policy.init_order is not Level.IGNORE
+                                     or policy.destruction_order is not Level.IGNORE)
     facts = gather_all(sources, need_effects, jobs, errors, progress, need_sources)
     if policy.asks_the_loader:
         facts = _with_load_verdicts(facts, errors, host, now)
@@ -163,7 +163,7 @@ def write_baseline(path: str, result: CheckResult) -> int:
 
 def baseline_keys(result: CheckResult) -> list[str]:
     """What a baseline of this result holds: the keys of its error findings."""
-    return sorted({f.key for f in result.findings if f.level == "error"})
+    return sorted({f.key for f in result.findings if f.level is Level.ERROR})
 
 
 def as_baselined(result: CheckResult, keys: Iterable[str]) -> CheckResult:

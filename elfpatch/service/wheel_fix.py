@@ -35,6 +35,7 @@ renamed into OUTDIR.  Any error leaves OUTDIR as it was.
 
 from __future__ import annotations
 
+import enum
 import os
 import tempfile
 from collections.abc import Callable
@@ -84,11 +85,19 @@ from elfpatch.wheel.zipread import (
     ZipMember,
 )
 
-STATUS_REPAIRED = "repaired"
-STATUS_UNCHANGED = "unchanged"
-STATUS_PLANNED = "planned"  # --dry-run
-STATUS_REFUSED = "refused"  # --strict
-STATUS_FAILED = "failed"
+
+class WheelStatus(str, enum.Enum):
+    """What became of one wheel; the value is the JSON's ``status``."""
+
+    REPAIRED = "repaired"
+    UNCHANGED = "unchanged"
+    PLANNED = "planned"  # --dry-run
+    REFUSED = "refused"  # --strict
+    FAILED = "failed"
+
+    def __str__(self) -> str:
+        return self.value
+
 
 # ELF members that are neither loaded nor run (relocatable objects, core
 # dumps): left as they are, like any other file.
@@ -112,7 +121,7 @@ class _WheelRecord:
 
     wheel: str
     destination: str | None  # where the repaired wheel goes (None for --dry-run, failures)
-    status: str = STATUS_FAILED
+    status: WheelStatus = WheelStatus.FAILED
     written: bool = False  # renamed into place (all wheels of a run are, or none)
     plan: FixPlan | None = None
     members: list[MemberFix] = field(default_factory=list)
@@ -136,7 +145,7 @@ class WheelFixResult:
 
     wheel: str
     destination: str | None  # where the repaired wheel goes (None for --dry-run, failures)
-    status: str
+    status: WheelStatus
     written: bool  # renamed into place (all wheels of a run are, or none)
     plan: FixPlan | None
     members: tuple[MemberFix, ...]
@@ -257,10 +266,10 @@ class _WheelJob:
                 self.result.size_before = archive.size
                 self._repair(archive)
         except ElfpatchError as error:
-            self.result.status = STATUS_FAILED
+            self.result.status = WheelStatus.FAILED
             self.result.errors.append(error)
         except OSError as error:
-            self.result.status = STATUS_FAILED
+            self.result.status = WheelStatus.FAILED
             self.result.errors.append(InputError(user_path(error, self.destination or
                                                            self.scratch_dir),
                                                  f"cannot write: {error.strerror or error}"))
@@ -301,10 +310,10 @@ class _WheelJob:
         self.result.members = [MemberFix(item.label, plan, bool(plan.changes))
                                for item, plan in pairs]
         if self.result.refused:
-            self.result.status = STATUS_REFUSED
+            self.result.status = WheelStatus.REFUSED
             return
         if self.destination is None:
-            self.result.status = STATUS_PLANNED
+            self.result.status = WheelStatus.PLANNED
             return
         changed = {i.member.name: (i, plan) for i, (_item, plan) in
                    zip(inflated, pairs, strict=True) if plan.changes}
@@ -369,7 +378,7 @@ class _WheelJob:
             else:
                 outputs.append(kept(member, archive.fd))
         self._stage(archive, outputs, record.name, new_record)
-        self.result.status = STATUS_REPAIRED
+        self.result.status = WheelStatus.REPAIRED
 
     def _require_space(self, needed: int, purpose: str) -> None:
         require_space(self.scratch_dir, needed, str(self.wheel), purpose,
@@ -415,7 +424,7 @@ class _WheelJob:
         os.fchmod(staged.fd, new_file_mode())
         outputs = [kept(member, archive.fd) for member in archive.members]
         self._verify(staged.path, outputs, record.name, record_text, archive)
-        self.result.status = STATUS_UNCHANGED
+        self.result.status = WheelStatus.UNCHANGED
         self.result.size_after = archive.size
 
     def _stage(self, archive: ZipArchive, outputs: list[OutputMember], record_name: str,

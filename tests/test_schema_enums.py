@@ -1,0 +1,92 @@
+"""The shipped JSON schemas name exactly the values the code's enums can write: a rule,
+kind or status added to the code is added to the schema its documents are checked
+against (the loader rules once were not, so check --format json with them enabled
+did not validate)."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from typing import Any
+
+import pytest
+
+from elfpatch.analysis.check import CheckRule
+from elfpatch.analysis.policy import Level
+from elfpatch.analysis.risks import RiskKind, Severity
+from elfpatch.analysis.unique import UniqueKind
+from elfpatch.plan.bindings import BindingTarget, FixMode
+from elfpatch.service.wheel_fix import WheelStatus
+
+
+def schema(name: str) -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads(
+        resources.files("elfpatch.report").joinpath(name).read_text())
+    return loaded
+
+
+def at(document: dict[str, Any], *path: str) -> list[Any]:
+    node: Any = document
+    for step in path:
+        node = node[step]
+    enum: list[Any] = node["enum"]
+    return enum
+
+
+def values(kind: Any) -> set[str]:
+    return {member.value for member in kind}
+
+
+UNIQUE_KIND = ("properties", "files", "items", "properties", "unique", "items", "properties",
+               "kind")
+RISKS = ("properties", "files", "items", "properties", "risks", "items", "properties")
+
+
+@pytest.mark.parametrize("name", ["scan.schema.json", "check.schema.json"])
+def test_unique_kinds(name: str) -> None:
+    assert set(at(schema(name), *UNIQUE_KIND)) == values(UniqueKind)
+
+
+def test_check_rules_and_finding_levels() -> None:
+    finding = ("$defs", "finding", "properties")
+    assert set(at(schema("check.schema.json"), *finding, "rule")) == values(CheckRule)
+    # A finding is never "ignore": an ignored rule makes none.
+    assert set(at(schema("check.schema.json"), *finding, "level")) == \
+        values(Level) - {Level.IGNORE.value}
+
+
+def test_risk_severities_and_kinds() -> None:
+    inits = schema("inits.schema.json")
+    assert set(at(inits, *RISKS, "severity")) == values(Severity)
+    assert set(at(inits, *RISKS, "kind")) == values(RiskKind)
+
+
+def test_fix_modes_and_wheel_statuses() -> None:
+    assert set(at(schema("fix.schema.json"), "properties", "mode")) == values(FixMode) | {None}
+    wheels = schema("fix_wheels.schema.json")
+    assert set(at(wheels, "properties", "mode")) == values(FixMode)
+    assert set(at(wheels, "properties", "wheels", "items", "properties", "status")) == \
+        values(WheelStatus)
+
+
+def test_binding_targets() -> None:
+    change = ("items", "properties", "changes", "items", "properties", "to")
+    assert set(at(schema("fix.schema.json"), "properties", "libraries", *change)) == \
+        values(BindingTarget)
+    member = ("properties", "wheels", "items", "properties", "members")
+    assert set(at(schema("fix_wheels.schema.json"), *member, *change)) == values(BindingTarget)
+
+
+@pytest.mark.parametrize("name", ["BindingTarget", "CheckRule", "DestructorScope", "FixMode",
+                                  "Level", "RiskKind", "Severity", "UniqueKind", "WheelStatus"])
+def test_exported_enums_read_as_their_values(name: str) -> None:
+    """Each is exported from elfpatch and is its value wherever a string is written."""
+    import elfpatch
+
+    kind = getattr(elfpatch, name)
+    assert issubclass(kind, str)
+    for member in kind:
+        assert member == member.value and str(member) == f"{member}" == member.value
+        assert f"{member:>20}" == f"{member.value:>20}"
+        assert json.dumps({"v": member}) == json.dumps({"v": member.value})
+        assert kind(member.value) is member
