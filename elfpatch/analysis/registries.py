@@ -41,11 +41,13 @@ from elfpatch.analysis.risks import (
     SEVERITY_WARNING,
     AnalysedInitializer,
     Risk,
+    RiskKind,
+    Severity,
 )
 from elfpatch.cxx.demangle import demangle
 
-KIND_REGISTRATION_ORDER = "registration-order"
-KIND_REGISTRATION_LINK_ORDER = "link-order-dependence"
+KIND_REGISTRATION_ORDER = RiskKind.REGISTRATION_ORDER
+KIND_REGISTRATION_LINK_ORDER = RiskKind.LINK_ORDER
 
 
 @dataclass(frozen=True)
@@ -174,7 +176,7 @@ def _certain(use: KeyedUse, registrar: KeyedUse, depends: Depends) -> bool:
     return registrar.item.unit == use.item.unit
 
 
-def _risk(severity: str, kind: str, use: KeyedUse, role: FunctionRole,
+def _risk(severity: Severity, kind: RiskKind, use: KeyedUse, role: FunctionRole,
           registrar: KeyedUse, registry: FunctionRole, verdict: str) -> Risk:
     shared = sorted(registry.updates & role.reads)
     registry_label = registry.labels.get(shared[0], shared[0])

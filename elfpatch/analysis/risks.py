@@ -64,6 +64,7 @@ class RiskKind(str, enum.Enum):
     EXIT_DESTRUCTOR = "exit-time-destructor"
     DESTRUCTION_ORDER = "destruction-order"
     CROSS_OBJECT_DESTRUCTION = "cross-object-destruction-order"
+    REGISTRATION_ORDER = "registration-order"
 
     def __str__(self) -> str:
         return self.value
