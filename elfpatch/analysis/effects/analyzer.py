@@ -37,8 +37,10 @@ from elfpatch.analysis.effects.summary import (
     USE_WRITE,
     WRITE,
     Collector,
+    Constants,
     Effects,
     Event,
+    FunctionKey,
     FunctionSummary,
     Part,
     effects_keys,
@@ -68,6 +70,9 @@ MAX_WRITES_DEPTH = 3
 # most this many functions not seen before per question (beyond: unknown).
 MAX_PARAMETER_DEPTH = 4
 MAX_PARAMETER_SWEEPS = 24
+# A function passed constants is walked again knowing them (its other paths left
+# out) up to this size.
+MAX_SPECIALISED_BYTES = 1 << 16
 
 # The per-TU initializers gcc calls from a merged one: _GLOBAL__sub_I_x (-O0)
 # or __static_initialization_and_destruction_0 and its clones (-O1 and up).
@@ -102,6 +107,8 @@ class EffectsAnalyzer:
         supported = elf.header.elf_class == 64 and elf.header.little_endian
         self._walk = _walks().get(machine) if supported else None
         self._summaries: dict[int, FunctionSummary] = {}
+        # Functions walked knowing constant arguments; None where they decide nothing.
+        self._specialised: dict[tuple[int, Constants], FunctionSummary | None] = {}
         self._uses: dict[tuple[int, int], int | None] = {}
         self._parameter_sweeps: dict[int, list[Event] | None] = {}
         self._sweep_budget = MAX_PARAMETER_SWEEPS
@@ -208,22 +215,24 @@ class EffectsAnalyzer:
         """The merged function's own code between two calls, as a part (when it does any)."""
         if not any(event[0] in _SUBSTANTIAL for event in events):
             return
-        roots = [event[1] for event in events if event[0] == CALL]
+        roots: list[FunctionKey] = [event[1] if event[2] is None else (event[1], event[2])
+                                    for event in events if event[0] == CALL]
         reached, stopped = self._reach(roots, max_depth - 1, max_functions - 1)
         stopped.update(merged.stopped)
         collector = Collector(reached, self.parameter_use)
         collector.events(events)
         parts.append(Part(None, None, collector.effects(not stopped, stopped), True))
 
-    def _reach(self, roots: list[int], max_depth: int,
-               max_functions: int) -> tuple[dict[int, FunctionSummary], dict[str, None]]:
+    def _reach(self, roots: list[FunctionKey], max_depth: int, max_functions: int,
+               ) -> tuple[dict[FunctionKey, FunctionSummary], dict[str, None]]:
         """The functions followed from ``roots`` (breadth first, within the budget), and
         why the code could not be followed to its end."""
-        reached: dict[int, FunctionSummary] = {}
+        reached: dict[FunctionKey, FunctionSummary] = {}
         stopped: dict[str, None] = {}
-        seen, frontier, analysed = set(roots), list(dict.fromkeys(roots)), 0
+        keys = list(dict.fromkeys(map(self._resolved, roots)))
+        seen, frontier, analysed = set(keys), keys, 0
         for _depth in range(max_depth + 1):
-            following: list[int] = []
+            following: list[FunctionKey] = []
             for function in frontier:
                 if analysed == max_functions:
                     stopped[STOP_FUNCTION_BUDGET] = None
@@ -231,8 +240,9 @@ class EffectsAnalyzer:
                 summary = reached[function] = self.summary(function)
                 analysed += 1
                 stopped.update(summary.stopped)
-                following += [c for c in summary.callees if c not in seen]
-                seen.update(summary.callees)
+                callees = [self._resolved(callee) for callee in summary.callees]
+                following += [c for c in dict.fromkeys(callees) if c not in seen]
+                seen.update(callees)
             frontier = following
             if not frontier:
                 break
@@ -371,14 +381,42 @@ class EffectsAnalyzer:
         return frozenset(written) & walk.CALLER_SAVED
 
     # -- one function ---------------------------------------------------------------------
-    def summary(self, address: int) -> FunctionSummary:
-        """The effects of the one function at ``address`` (cached)."""
+    def summary(self, address: FunctionKey) -> FunctionSummary:
+        """The effects of the one function at ``address`` (cached), or of the function
+        walked knowing constant arguments (``specialised``)."""
+        if type(address) is tuple:
+            special = self._specialised.get(address)
+            return special if special is not None else self.summary(address[0])
+        assert type(address) is int
         known = self._summaries.get(address)
         if known is None:
             known = self._summaries[address] = self._analyse(address)
         return known
 
-    def _analyse(self, address: int, parameters: bool = False) -> FunctionSummary:
+    def _resolved(self, key: FunctionKey) -> FunctionKey:
+        return self.specialised(*key) if type(key) is tuple else key
+
+    def specialised(self, function: int, constants: Constants) -> FunctionKey:
+        """The function at ``function`` as a call passing ``constants`` runs it: walked
+        knowing them, with the paths they rule out left out; just ``function`` when
+        they decide nothing (or it is too big, or has no known size)."""
+        key = (function, constants)
+        if key not in self._specialised:
+            found = self.index.function_at(function)
+            summary = self._analyse(function, constants=constants) \
+                if found and 0 < found[1] <= MAX_SPECIALISED_BYTES \
+                and self.summary(function).tests_arguments & _positions(constants) else None
+            # It selects paths when it decides a branch, or hands a constant on to a
+            # callee (``f(k)`` calling ``g(k)``), which the plain walk does not know.
+            selects = summary is not None and (
+                summary.decided or summary.undecided
+                or (any(type(callee) is tuple for callee in summary.callees)
+                    and summary.callees.keys() != self.summary(function).callees.keys()))
+            self._specialised[key] = summary if selects else None
+        return key if self._specialised[key] is not None else function
+
+    def _analyse(self, address: int, parameters: bool = False,
+                 constants: Constants = ()) -> FunctionSummary:
         assert self._walk is not None
         found = self.index.function_at(address)
         size = found[1] if found else 0
@@ -387,12 +425,25 @@ class EffectsAnalyzer:
         if code is None or (size and len(code) < min(size, MAX_FUNCTION_BYTES)):
             return incomplete(STOP_UNREADABLE)
         try:
-            summary = self._walk(self, address, code, bool(size), parameters).run()
+            walk = self._walk(self, address, code, bool(size), parameters, constants)
+            summary = walk.run()
+            pruned = walk.paths.unreachable(address) if walk.paths is not None else None
+            if pruned:  # again, without the code the constants rule out
+                summary = self._walk(self, address, code, bool(size), parameters, constants,
+                                     pruned).run()
         except self._decode_errors:  # code that does not decode
             return incomplete(STOP_UNKNOWN_INSTRUCTION)
         if size > MAX_FUNCTION_BYTES:
             summary.stop(STOP_SIZE_CAP)
         return summary
+
+
+def _positions(constants: Constants) -> int:
+    """Bits of the argument positions ``constants`` holds numbers for."""
+    bits = 0
+    for position, _number in constants:
+        bits |= 1 << position
+    return bits
 
 
 def _decode_errors() -> tuple[type[Exception], ...]:
