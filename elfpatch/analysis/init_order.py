@@ -56,6 +56,9 @@ class Coverage:
     destructors_complete: int
     # Why the others stopped: (reason, how many initializers and destructors it stopped).
     stopped: tuple[tuple[str, int], ...] = ()
+    # Branches on constants the code passes to the functions it calls: decided (only
+    # the selected path followed) and not decided (every path kept).
+    constant_branches: tuple[int, int] = (0, 0)
 
 
 @dataclass(frozen=True)
@@ -384,9 +387,11 @@ def _coverage(analysed: list[AnalysedInitializer], exit_code: dict[int, Effects]
     destructors = list(exit_code.values())
     stopped = Counter(reason for effects in (*followed, *destructors)
                       for reason in effects.stopped)
+    every = (*followed, *destructors)
     return Coverage(len(followed), sum(e.complete for e in followed),
                     len(destructors), sum(e.complete for e in destructors),
-                    tuple(sorted(stopped.items(), key=lambda pair: (-pair[1], pair[0]))))
+                    tuple(sorted(stopped.items(), key=lambda pair: (-pair[1], pair[0]))),
+                    (sum(e.branches[0] for e in every), sum(e.branches[1] for e in every)))
 
 
 def exported_definitions(elf: ElfFile) -> frozenset[str]:

@@ -41,6 +41,7 @@ _A64_NO_DESTINATION = frozenset({"cmp", "cmn", "tst", "ccmp", "ccmn", "fcmp", "f
 _A64_READ_WRITE = ("ldadd", "ldclr", "ldeor", "ldset", "ldsmax", "ldsmin", "ldumax",
                    "ldumin", "swp", "cas")
 _A64_TRANSFER = ("ld", "st", "sw", "ca")
+_A64_ARGUMENT_NUMBERS = frozenset("01234567")  # x0-x7, w0-w7 (after the x or w)
 
 
 def _a64_register(name: str) -> str | None:
@@ -98,9 +99,19 @@ class Arm64Walk(FunctionWalk):
                 self.returns()
             return False
         if mnemonic in _A64_CONDITIONAL:
+            if mnemonic[0] != "b":  # cbz w0, …: a compare of w0 with 0
+                self.tests(operands.partition(", ")[0])
             target = immediate(operands.rpartition("#")[2])
             if target is not None:
-                self.branch(target)
+                return self.conditional(self.condition_of(mnemonic, operands),
+                                        address + size, target)
+        elif mnemonic == "cmp":
+            register, _, other = operands.partition(", ")
+            if self.paths is not None:
+                self.compare(address + size, _a64_register(register),
+                             immediate(other.lstrip("#")), 32 if register[:1] == "w" else 64)
+            else:
+                self.tests(register)
         elif "[" in operands and mnemonic.startswith(_A64_TRANSFER):
             self.transfer(mnemonic, operands)
         elif mnemonic not in _A64_NO_DESTINATION:
@@ -109,6 +120,28 @@ class Arm64Walk(FunctionWalk):
             if self.state:
                 self.set(_a64_register(destination), None)
         return True
+
+    def tests(self, register: str) -> None:
+        """The function compares ``register``: an argument's, if it is x0-x7."""
+        if register[:1] in "xw" and register[1:] in _A64_ARGUMENT_NUMBERS:
+            self.summary.tests_arguments |= 1 << int(register[1:])
+
+    def condition_of(self, mnemonic: str, operands: str) -> str | None:
+        """``b.eq`` -> ``eq``; ``cbz w0`` tests w0 against 0 (``eq``), ``cbnz`` (``ne``);
+        None for what is not decided (tbz, tbnz, or a walk that keeps every path)."""
+        if self.paths is None:
+            return None
+        if mnemonic.startswith("b."):
+            return mnemonic[2:]
+        if mnemonic not in ("cbz", "cbnz"):
+            return None
+        register = operands.partition(", ")[0]
+        value = self.state.get(_a64_register(register) or "")
+        if value is None or value.constant is None:
+            return None
+        self.flags = (self.paths.current, value.constant, 0, 32 if register[:1] == "w" else 64,
+                      False)
+        return "eq" if mnemonic == "cbz" else "ne"
 
     # -- control flow -----------------------------------------------------------
     def on_bl(self, following: int, operands: str) -> bool:
@@ -165,9 +198,16 @@ class Arm64Walk(FunctionWalk):
     def on_mov(self, following: int, operands: str) -> bool:
         destination, _, source = operands.partition(", ")
         self.moves_frame(destination)
-        if self.state:
-            value = self.state.get(_a64_register(source) or "") if source[:1] == "x" else None
-            self.set(_a64_register(destination), value)
+        if source[:1] == "#" or source in ("wzr", "xzr"):  # a number a call may pass
+            self.number(_a64_register(destination),
+                        immediate(source.lstrip("#")) if source[:1] == "#" else 0)
+        elif self.state:
+            value = self.state.get(_a64_register(source) or "")
+            if value is not None and value.constant is not None:
+                self.number(_a64_register(destination), value.constant & 0xFFFF_FFFF
+                            if source[:1] == "w" else value.constant)
+            else:  # a 32-bit copy of an address is no address
+                self.set(_a64_register(destination), value if source[:1] == "x" else None)
         return True
 
     def moves_frame(self, destination: str) -> None:
@@ -185,6 +225,8 @@ class Arm64Walk(FunctionWalk):
             return
         base_register = _a64_register(match.group(1))
         base = self.state.get(base_register or "")
+        if base is not None and base.constant is not None:  # a number is no object's address
+            base = None
         registers = [_a64_register(r) for r in operands[: match.start()].rstrip(", ").split(", ")]
         if base is None and match.group(1) in _A64_FRAME_REGISTERS:
             self.stack_transfer(mnemonic, operands, match, registers)

@@ -38,8 +38,10 @@ from elfpatch.analysis.effects.summary import (
     USE_WRITE,
     WRITE,
     Collector,
+    Constants,
     Effects,
     Event,
+    FunctionKey,
     FunctionSummary,
     Part,
     effects_keys,
@@ -75,6 +77,9 @@ MAX_PARAMETER_SWEEPS = 24
 # this many calls deep.
 MAX_ACCESSOR_BYTES = 512
 MAX_RETURN_DEPTH = 2
+# A function passed constants is walked again knowing them (its other paths left
+# out) up to this size.
+MAX_SPECIALISED_BYTES = 1 << 16
 
 # The per-TU initializers gcc calls from a merged one: _GLOBAL__sub_I_x (-O0)
 # or __static_initialization_and_destruction_0 and its clones (-O1 and up).
@@ -109,6 +114,8 @@ class EffectsAnalyzer:
         supported = elf.header.elf_class == 64 and elf.header.little_endian
         self._walk = _walks().get(machine) if supported else None
         self._summaries: dict[int, FunctionSummary] = {}
+        # Functions walked knowing constant arguments; None where they decide nothing.
+        self._specialised: dict[tuple[int, Constants], FunctionSummary | None] = {}
         self._uses: dict[tuple[int, int], int | None] = {}
         self._parameter_sweeps: dict[int, list[Event] | None] = {}
         self._sweep_budget = MAX_PARAMETER_SWEEPS
@@ -216,22 +223,24 @@ class EffectsAnalyzer:
         """The merged function's own code between two calls, as a part (when it does any)."""
         if not any(event[0] in _SUBSTANTIAL for event in events):
             return
-        roots = [event[1] for event in events if event[0] == CALL]
+        roots: list[FunctionKey] = [event[1] if event[2] is None else (event[1], event[2])
+                                    for event in events if event[0] == CALL]
         reached, stopped = self._reach(roots, max_depth - 1, max_functions - 1)
         stopped.update(merged.stopped)
         collector = Collector(reached, self.parameter_use)
         collector.events(events)
         parts.append(Part(None, None, collector.effects(not stopped, stopped), True))
 
-    def _reach(self, roots: list[int], max_depth: int,
-               max_functions: int) -> tuple[dict[int, FunctionSummary], dict[str, None]]:
+    def _reach(self, roots: list[FunctionKey], max_depth: int, max_functions: int,
+               ) -> tuple[dict[FunctionKey, FunctionSummary], dict[str, None]]:
         """The functions followed from ``roots`` (breadth first, within the budget), and
         why the code could not be followed to its end."""
-        reached: dict[int, FunctionSummary] = {}
+        reached: dict[FunctionKey, FunctionSummary] = {}
         stopped: dict[str, None] = {}
-        seen, frontier, analysed = set(roots), list(dict.fromkeys(roots)), 0
+        keys = list(dict.fromkeys(map(self._resolved, roots)))
+        seen, frontier, analysed = set(keys), keys, 0
         for _depth in range(max_depth + 1):
-            following: list[int] = []
+            following: list[FunctionKey] = []
             for function in frontier:
                 if analysed == max_functions:
                     stopped[STOP_FUNCTION_BUDGET] = None
@@ -239,8 +248,9 @@ class EffectsAnalyzer:
                 summary = reached[function] = self.summary(function)
                 analysed += 1
                 stopped.update(summary.stopped)
-                following += [c for c in summary.callees if c not in seen]
-                seen.update(summary.callees)
+                callees = [self._resolved(callee) for callee in summary.callees]
+                following += [c for c in dict.fromkeys(callees) if c not in seen]
+                seen.update(callees)
             frontier = following
             if not frontier:
                 break
@@ -259,7 +269,9 @@ class EffectsAnalyzer:
         Splitting the functions rather than the roots sweeps each function once:
         a big library's initializers share most of their callees (nvjitlink: 723
         initializers, 1,834 functions; two halves of its initializers swept
-        2,289 between them).
+        2,289 between them).  Taking a function is what ``_reach`` does with it:
+        its summary, and the walk each call passing constants selects
+        (``specialised``), so a callee walked knowing them is swept ahead too.
         """
         if self._walk is None:
             return
@@ -268,44 +280,77 @@ class EffectsAnalyzer:
         for _depth in range(max_depth + 1):
             wanted = dict.fromkeys(function for walk in walks
                                    for function in walk.next_functions(max_functions)
-                                   if function not in self._summaries)
+                                   if not self._taken(function))
             self._sweep_shared(list(wanted), alongside)
-            walks = [walk for walk in walks if walk.advance(self._summaries, max_functions)]
+            walks = [walk for walk in walks if walk.advance(self, max_functions)]
             if not walks:
                 break
 
-    def _sweep_shared(self, functions: list[int], alongside: Alongside) -> None:
-        """The summaries of ``functions``, two halves of about equal code at once."""
+    def _taken(self, key: FunctionKey) -> bool:
+        """Whether ``key``'s summary, and the walk each of its calls passing constants
+        selects, are known (``_take`` has nothing left to sweep)."""
+        summary = self._specialised.get(key) if isinstance(key, tuple) \
+            else self._summaries.get(key)
+        return summary is not None and all(
+            callee in self._specialised for callee in summary.callees if type(callee) is tuple)
+
+    def _take(self, key: FunctionKey) -> FunctionSummary:
+        """What ``_reach`` does with one function it follows: its summary, and which walk
+        of each callee its calls select (``_resolved``)."""
+        summary = self.summary(key)
+        for callee in summary.callees:
+            self._resolved(callee)
+        return summary
+
+    def _sweep_shared(self, functions: list[FunctionKey], alongside: Alongside) -> None:
+        """``_take`` each of ``functions``, two halves of about equal code at once."""
         if len(functions) < _SHARED_SWEEP_MINIMUM:
             for function in functions:
-                self.summary(function)
+                self._take(function)
             return
-        halves: tuple[list[int], list[int]] = ([], [])
+        halves: tuple[list[FunctionKey], list[FunctionKey]] = ([], [])
         loads = [0, 0]
         for function in sorted(functions, key=self._sweep_cost, reverse=True):
             lighter = 0 if loads[0] <= loads[1] else 1
             halves[lighter].append(function)
             loads[lighter] += self._sweep_cost(function)
 
-        def sweep(half: list[int]) -> Callable[[], _Swept]:
+        def sweep(half: list[FunctionKey]) -> Callable[[], _Swept]:
             def run() -> _Swept:
-                summaries = {function: self.summary(function) for function in half}
-                return summaries, self._written
+                known, special = set(self._summaries), set(self._specialised)
+                for function in half:
+                    self._take(function)
+                # Everything swept here, the plain walks that deciding which walk a
+                # call selects needed too: the other process need not sweep it again.
+                return ({a: s for a, s in self._summaries.items() if a not in known},
+                        {k: s for k, s in self._specialised.items() if k not in special},
+                        self._written)
             return run
 
-        _mine, (summaries, written) = alongside(sweep(halves[0]), sweep(halves[1]))
-        self._summaries.update(summaries)
+        _mine, (summaries, specialised, written) = alongside(sweep(halves[0]),
+                                                             sweep(halves[1]))
+        for address, summary in summaries.items():
+            self._summaries.setdefault(address, summary)
+        for key, special in specialised.items():
+            self._specialised.setdefault(key, special)
         for address, registers in written.items():
             self._written.setdefault(address, registers)
 
-    def _sweep_cost(self, function: int) -> int:
-        found = self.index.function_at(function)
+    def _sweep_cost(self, function: FunctionKey) -> int:
+        found = self.index.function_at(function[0] if isinstance(function, tuple) else function)
         return min(found[1], MAX_FUNCTION_BYTES) if found and found[1] else MAX_UNSIZED_BYTES
 
     @property
     def functions_followed(self) -> tuple[int, ...]:
         """Entry addresses of the functions whose machine code has been read so far."""
         return tuple(self._summaries)
+
+    @property
+    def specialised_followed(self) -> tuple[tuple[int, Constants], ...]:
+        """The (function, constants) of the calls passing constants whose walk has been
+        chosen so far (``specialised``): walked knowing them, or found to select no
+        path of their own."""
+        return tuple(self._specialised)
 
     # -- pointer parameters -----------------------------------------------------------
     def parameter_use(self, function: int, position: int) -> int:
@@ -376,11 +421,14 @@ class EffectsAnalyzer:
             self._targets[address] = known
         return known
 
-    def returned_address(self, function: int) -> int | None:
+    def returned_address(self, function: int, constants: Constants = ()) -> int | None:
         """The global whose address the function at ``function`` always returns (an
         accessor of a function-local static), or None.  Only small functions are
         read for it, and only so many calls deep: accessors are small, and a
-        function's summary must not wait on a long chain of others."""
+        function's summary must not wait on a long chain of others.  A call
+        passing ``constants`` returns what the walk they select returns
+        (``specialised``): ``get(1)`` may return one global where ``get`` returns
+        one of several."""
         if function in self._returning or len(self._returning) >= MAX_RETURN_DEPTH:
             return None
         found = self.index.function_at(function)
@@ -388,7 +436,8 @@ class EffectsAnalyzer:
             return None
         self._returning.add(function)
         try:
-            return self.summary(function).returned
+            return self.summary(self.specialised(function, constants) if constants
+                                else function).returned
         finally:
             self._returning.discard(function)
 
@@ -449,14 +498,42 @@ class EffectsAnalyzer:
         return frozenset(written) & walk.CALLER_SAVED
 
     # -- one function ---------------------------------------------------------------------
-    def summary(self, address: int) -> FunctionSummary:
-        """The effects of the one function at ``address`` (cached)."""
+    def summary(self, address: FunctionKey) -> FunctionSummary:
+        """The effects of the one function at ``address`` (cached), or of the function
+        walked knowing constant arguments (``specialised``)."""
+        if type(address) is tuple:
+            special = self._specialised.get(address)
+            return special if special is not None else self.summary(address[0])
+        assert type(address) is int
         known = self._summaries.get(address)
         if known is None:
             known = self._summaries[address] = self._analyse(address)
         return known
 
-    def _analyse(self, address: int, parameters: bool = False) -> FunctionSummary:
+    def _resolved(self, key: FunctionKey) -> FunctionKey:
+        return self.specialised(*key) if type(key) is tuple else key
+
+    def specialised(self, function: int, constants: Constants) -> FunctionKey:
+        """The function at ``function`` as a call passing ``constants`` runs it: walked
+        knowing them, with the paths they rule out left out; just ``function`` when
+        they decide nothing (or it is too big, or has no known size)."""
+        key = (function, constants)
+        if key not in self._specialised:
+            found = self.index.function_at(function)
+            summary = self._analyse(function, constants=constants) \
+                if found and 0 < found[1] <= MAX_SPECIALISED_BYTES \
+                and self.summary(function).tests_arguments & _positions(constants) else None
+            # It selects paths when it decides a branch, or hands a constant on to a
+            # callee (``f(k)`` calling ``g(k)``), which the plain walk does not know.
+            selects = summary is not None and (
+                summary.decided or summary.undecided
+                or (any(type(callee) is tuple for callee in summary.callees)
+                    and summary.callees.keys() != self.summary(function).callees.keys()))
+            self._specialised[key] = summary if selects else None
+        return key if self._specialised[key] is not None else function
+
+    def _analyse(self, address: int, parameters: bool = False,
+                 constants: Constants = ()) -> FunctionSummary:
         assert self._walk is not None
         found = self.index.function_at(address)
         size = found[1] if found else 0
@@ -465,7 +542,12 @@ class EffectsAnalyzer:
         if code is None or (size and len(code) < min(size, MAX_FUNCTION_BYTES)):
             return incomplete(STOP_UNREADABLE)
         try:
-            summary = self._walk(self, address, code, bool(size), parameters).run()
+            walk = self._walk(self, address, code, bool(size), parameters, constants)
+            summary = walk.run()
+            pruned = walk.paths.unreachable(address) if walk.paths is not None else None
+            if pruned:  # again, without the code the constants rule out
+                summary = self._walk(self, address, code, bool(size), parameters, constants,
+                                     pruned).run()
         except self._decode_errors:  # code that does not decode
             return incomplete(STOP_UNKNOWN_INSTRUCTION)
         if size > MAX_FUNCTION_BYTES:
@@ -476,36 +558,48 @@ class EffectsAnalyzer:
 # Fewer new functions than this at one call depth are swept here: a second
 # process costs more than it saves.
 _SHARED_SWEEP_MINIMUM = 32
-# What one half of a shared sweep sends back: its summaries, and which registers
-# the functions it looked into write (``registers_written``), so neither is worked
-# out twice.
-_Swept = tuple[dict[int, FunctionSummary], dict[int, frozenset[str] | None]]
+# What one half of a shared sweep sends back: its summaries, its walks knowing
+# constants (``specialised``), and which registers the functions it looked into
+# write (``registers_written``), so none is worked out twice.
+_Swept = tuple[dict[int, FunctionSummary],
+               dict[tuple[int, Constants], FunctionSummary | None],
+               dict[int, frozenset[str] | None]]
 
 
 class _RootWalk:
     """``EffectsAnalyzer._reach`` of one root, replayed one call depth at a time."""
 
     def __init__(self, root: int) -> None:
-        self.seen = {root}
-        self.frontier = [root]
+        self.seen: set[FunctionKey] = {root}
+        self.frontier: list[FunctionKey] = [root]
         self.analysed = 0
 
-    def next_functions(self, max_functions: int) -> list[int]:
+    def next_functions(self, max_functions: int) -> list[FunctionKey]:
         """The functions of the current depth that the budget still lets this walk take."""
         return self.frontier[: max_functions - self.analysed]
 
-    def advance(self, summaries: dict[int, FunctionSummary], max_functions: int) -> bool:
-        """Take the current depth (its summaries are in); whether a deeper one follows."""
-        following: list[int] = []
+    def advance(self, analyzer: EffectsAnalyzer, max_functions: int) -> bool:
+        """Take the current depth (its functions are taken, ``EffectsAnalyzer._take``):
+        whether a deeper one follows.  A call passing constants is followed into the
+        walk they select, as ``_reach`` follows it (nothing is swept here)."""
+        following: list[FunctionKey] = []
         for function in self.frontier:
             if self.analysed == max_functions:
                 return False
-            callees = summaries[function].callees
             self.analysed += 1
-            following += [c for c in callees if c not in self.seen]
+            callees = [analyzer._resolved(c) for c in analyzer.summary(function).callees]
+            following += [c for c in dict.fromkeys(callees) if c not in self.seen]
             self.seen.update(callees)
         self.frontier = following
         return bool(following)
+
+
+def _positions(constants: Constants) -> int:
+    """Bits of the argument positions ``constants`` holds numbers for."""
+    bits = 0
+    for position, _number in constants:
+        bits |= 1 << position
+    return bits
 
 
 def _decode_errors() -> tuple[type[Exception], ...]:

@@ -38,6 +38,12 @@ from typing import NamedTuple
 READ, WRITE, ADDRESS, PASS, PASS_FOREIGN, UNKNOWN_PASS, CALL, ATEXIT, HOOK, GUARD, KEYED, \
     STAMP = range(12)
 Event = tuple  # (int, str | int | AtExit, int | None, int)
+# Constant arguments a call passes: (position, number), by position.  A CALL
+# event's third field holds them when the callee was walked knowing them.
+Constants = tuple[tuple[int, int], ...]
+# A function to follow: its address, or its address and the constants that select
+# its paths (``paths.Paths``).
+FunctionKey = int | tuple[int, Constants]
 
 # What a function does with one of its pointer parameters (bits): reads
 # through it, writes through it, or hands it as the object to act on (its
@@ -118,6 +124,9 @@ class Effects:
     updates: tuple[str, ...] = ()
     # Globals into which the code stores an address of read-only data (``STAMP``).
     stamped: tuple[str, ...] = ()
+    # Branches on a constant the code passes to a function it calls: (decided, so only
+    # the path selected was followed; not decided, so every path was kept).
+    branches: tuple[int, int] = (0, 0)
 
     def written_first(self, symbol: str) -> bool | None:
         """Whether the first touch of ``symbol`` writes it (None: never touched)."""
@@ -138,7 +147,13 @@ class FunctionSummary:
     external_calls: dict[str, None] = field(default_factory=dict)
     ios_init: bool = False
     stopped: dict[str, None] = field(default_factory=dict)
-    callees: dict[int, None] = field(default_factory=dict)  # functions to follow
+    callees: dict[FunctionKey, None] = field(default_factory=dict)  # functions to follow
+    decided: int = 0  # branches on a constant argument decided (``Effects.branches``)
+    undecided: int = 0
+    # Bits of the argument positions whose registers it compares (all of them when it
+    # indexes a jump table): a constant passed there may select its paths (worth a
+    # walk knowing it, ``EffectsAnalyzer.specialised``).
+    tests_arguments: int = 0
     # The global's address every return hands back (None: not one known address).
     returned: int | None = None
     returns_seen: bool = False
@@ -196,7 +211,7 @@ class Collector:
     the call is, the first time it is met.
     """
 
-    def __init__(self, summaries: dict[int, FunctionSummary],
+    def __init__(self, summaries: dict[FunctionKey, FunctionSummary],
                  use: ParameterUse | None) -> None:
         """``use``: None to leave pointers passed to this object's functions pending."""
         self.summaries, self.use = summaries, use
@@ -213,10 +228,15 @@ class Collector:
         self.updates: dict[str, None] = {}
         self.stamped: dict[str, None] = {}
         self.guarded = 0  # how many guards are held where the events are
-        self.expanded: dict[int, None] = {}  # in the order they were met
+        self.expanded: dict[FunctionKey, None] = {}  # in the order they were met
 
-    def function(self, address: int) -> None:
-        """The events of the function at ``address`` and, in place, of its callees."""
+    def function(self, address: FunctionKey) -> None:
+        """The events of the function at ``address`` and, in place, of its callees.
+
+        A call passing constants that decide nothing in the callee is the plain
+        function's (``EffectsAnalyzer.specialised``)."""
+        if type(address) is tuple and address not in self.summaries:
+            address = address[0]
         if address in self.expanded or address not in self.summaries:
             return
         self.expanded[address] = None
@@ -229,7 +249,7 @@ class Collector:
             elif kind == WRITE:
                 self.write(subject)
             elif kind == CALL:
-                self.function(subject)
+                self.function(subject if callee is None else (subject, callee))
             elif kind in (PASS, PASS_FOREIGN):
                 if self.use is None:
                     self.pending.append((subject, callee, position, kind == PASS_FOREIGN,
@@ -288,11 +308,14 @@ class Collector:
         calls: dict[str, None] = {}
         external: dict[str, None] = {}
         ios_init = False
+        decided = undecided = 0
         for address in self.expanded:
             summary = self.summaries[address]
             calls.update(summary.calls)
             external.update(summary.external_calls)
             ios_init = ios_init or summary.ios_init
+            decided += summary.decided
+            undecided += summary.undecided
         touched = set(self.reads) | set(self.writes)
         groups = (self.summaries[address].bare_keys() for address in self.expanded)
         return Effects(tuple(self.writes), tuple(self.reads), tuple(calls), tuple(external),
@@ -301,7 +324,7 @@ class Collector:
                        tuple(self.passed), tuple(self.first.items()), tuple(stopped),
                        tuple(self.hooks), tuple(self.pending), tuple(self.lazy),
                        tuple(group for group in groups if group), tuple(self.keyed),
-                       tuple(self.updates), tuple(self.stamped))
+                       tuple(self.updates), tuple(self.stamped), (decided, undecided))
 
 
 def _bare_keys(events: Iterable[Event]) -> tuple[str, ...]:

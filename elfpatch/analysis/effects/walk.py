@@ -33,6 +33,7 @@ from elfpatch.analysis.effects.names import (
     IOS_INIT_CONSTRUCTORS,
     is_constructor,
 )
+from elfpatch.analysis.effects.paths import Paths, condition_holds
 from elfpatch.analysis.effects.summary import (
     ADDRESS,
     ATEXIT,
@@ -52,6 +53,7 @@ from elfpatch.analysis.effects.summary import (
     UNKNOWN_PASS,
     WRITE,
     AtExit,
+    Constants,
     FunctionSummary,
     KeyedCall,
 )
@@ -73,6 +75,10 @@ class Value(NamedTuple):
     # then the entry added to that address (the case to jump to).
     table: int | None = None
     switch: int | None = None
+    # A number that is not an address (an immediate, xor reg, reg): a constant a
+    # caller passes selects a callee's switch case or branch (``decide``).
+    constant: int | None = None
+    case: int | None = None  # the jump table's entry the switch's index selects
 
 
 State = dict[str, Value]
@@ -80,6 +86,12 @@ State = dict[str, Value]
 
 def intersect(a: State, b: State) -> State:
     return {reg: value for reg, value in a.items() if b.get(reg) == value}
+
+
+# The flags of the last compare of a known number: (where the instruction reading
+# them must be, the number, what it was compared with, its width in bits, whether a
+# branch on them was already decided).
+Flags = tuple[int, int, int, int, bool]
 
 
 class Target(NamedTuple):
@@ -108,7 +120,7 @@ class Analyzer(Protocol):
 
     def registers_written(self, callee: Target) -> frozenset[str] | None: ...
 
-    def returned_address(self, function: int) -> int | None: ...
+    def returned_address(self, function: int, constants: Constants = ()) -> int | None: ...
 
 
 class FunctionWalk:
@@ -123,7 +135,8 @@ class FunctionWalk:
     HANDLERS: ClassVar[dict[str, Callable[[Any, int, str], bool]]] = {}
 
     def __init__(self, analyzer: Analyzer, start: int, code: memoryview,
-                 sized: bool, parameters: bool = False) -> None:
+                 sized: bool, parameters: bool = False, constants: Constants = (),
+                 pruned: frozenset[int] = frozenset()) -> None:
         self.analyzer, self.index = analyzer, analyzer.index
         self.start, self.code, self.sized = start, code, sized
         self.end = start + len(code)
@@ -135,6 +148,12 @@ class FunctionWalk:
         self.pending: dict[int, State] = {}  # forward branch target -> state on arrival
         self.stack_slots = False  # whether any stack slot holds a known value
         self.unreached = False  # no forward path reaches the code swept now
+        # A walk that knows constant arguments decides the branches they select
+        # (``paths.Paths``); any other walk keeps every path.
+        self.paths = Paths(pruned) if constants else None
+        for position, number_passed in constants:
+            self.state[self.ARGUMENTS[position]] = Value(constant=number_passed)
+        self.flags: Flags | None = None
 
     @classmethod
     def parameter_registers(cls) -> list[tuple[int, str]]:
@@ -149,8 +168,14 @@ class FunctionWalk:
         # One pass: a loop head gets the state it has on entry, so what is
         # reported holds on the first iteration; forward branches merge.
         reached, falls, pending, sized = self.start, True, self.pending, self.sized
-        handlers, other = self.HANDLERS, self.other
+        handlers, other, paths = self.HANDLERS, self.other, self.paths
         for address, size, mnemonic, operands in self.decode():
+            if paths is not None:
+                if address in paths.pruned:  # only a path the constants rule out gets here
+                    falls, reached = False, address + size
+                    continue
+                self.expire_flags(address)
+                paths.instruction(address)
             if not falls or address in pending:
                 self.enter(address, falls)
             handler = handlers.get(mnemonic)
@@ -158,6 +183,8 @@ class FunctionWalk:
                 falls = handler(self, address + size, operands)
             else:
                 falls = other(address, size, mnemonic, operands)
+            if paths is not None:
+                paths.falls(address + size if falls else None)
             reached = address + size
             if not sized and not falls and not any(t > address for t in pending):
                 break
@@ -190,11 +217,69 @@ class FunctionWalk:
 
     def branch(self, target: int) -> None:
         """A conditional or in-function branch: its target inherits the current state."""
-        if not self.start <= target < self.end or self.unreached:
+        if not self.start <= target < self.end:
+            return
+        if self.paths is not None:
+            # Even from code no forward path reaches: what only it leads to is not
+            # ruled out by the constants (``Paths.unreachable``).
+            self.paths.branch(target)
+        if self.unreached:
             return
         known = self.pending.get(target)
         self.pending[target] = dict(self.state) if known is None \
             else intersect(known, self.state)
+
+    # -- constants: the path a known number selects ---------------------------------
+    def number(self, register: str | None, found: int | None) -> None:
+        """``register`` holds the number ``found`` (None: not known).  Outside a walk
+        that decides, only what a call is passed matters: argument registers."""
+        if register is not None and (self.paths is not None or register in self.ARGUMENTS):
+            self.set(register, Value(constant=found) if found is not None else None)
+        else:
+            self.set(register, None)
+
+    def compare(self, following: int, register: str | None, other: int | None,
+                width: int) -> None:
+        """A compare of ``register`` with the number ``other``: remembered, in a walk that
+        decides, for the conditional branch right after it."""
+        value = self.state.get(register or "") if other is not None else None
+        if self.paths is None or value is None or value.constant is None:
+            return
+        assert other is not None
+        self.flags = (following, value.constant, other, width, False)
+
+    def expire_flags(self, address: int) -> None:
+        """A compare of a known number whose flags the next instruction does not branch
+        on (a conditional move, a set, a branch further on): not decided."""
+        if self.flags is not None and self.flags[0] != address:
+            if not self.flags[4]:
+                self.summary.undecided += 1
+            self.flags = None
+
+    def decided(self, condition: str, following: int, target: int) -> bool | None:
+        """Whether the conditional branch to ``target`` right after a compare of a known
+        number is taken; None when not known (every path is kept)."""
+        flags, self.flags = self.flags, None
+        if flags is None or self.paths is None or flags[0] != self.paths.current:
+            return None
+        taken = condition_holds(condition, *flags[1:4])
+        if taken is None:
+            self.summary.undecided += 1
+            return None
+        self.summary.decided += 1
+        self.paths.drop(following if taken else target)
+        if not taken:  # the next branch may test the same flags (je, then jg)
+            self.flags = (following, *flags[1:4], True)
+        return taken
+
+    def conditional(self, condition: str | None, following: int, target: int) -> bool:
+        """A conditional branch: both ways, or the one the constants select.  False when
+        the code after it is not reached from here."""
+        taken = self.decided(condition, following, target) \
+            if condition is not None and self.flags is not None else None
+        if taken is None or taken:
+            self.branch(target)
+        return taken is not True
 
     # -- per instruction set ------------------------------------------------
     def other(self, address: int, size: int, mnemonic: str, operands: str) -> bool:
@@ -316,8 +401,11 @@ class FunctionWalk:
         resolved = self.resolve(target) if target is not None else None
         if state:
             self.forget_clobbered(resolved)
+        # The constants it is passed may select its paths (``analyzer.specialised``).
+        constants = tuple((position, value.constant) for position, value in enumerate(arguments)
+                          if value is not None and value.constant is not None)
         if resolved is not None and resolved.follow is not None:
-            self.result_of(resolved.follow)
+            self.result_of(resolved.follow, constants)
         if resolved is None:
             if target is None or target.parameter is not None:
                 # Through a register we cannot resolve (a virtual call, a callback):
@@ -343,14 +431,16 @@ class FunctionWalk:
             self.pass_arguments([*enumerate(arguments), (RESULT_POSITION, result)], resolved,
                                 name is not None and is_constructor(name))
         if resolved.follow is not None:
-            self.summary.callees[resolved.follow] = None
-            self.events.append((CALL, resolved.follow, None, 0))
+            self.summary.callees[(resolved.follow, constants) if constants
+                                 else resolved.follow] = None
+            self.events.append((CALL, resolved.follow, constants or None, 0))
 
-    def result_of(self, function: int) -> None:
+    def result_of(self, function: int, constants: Constants = ()) -> None:
         """The result register after calling a function of this object that always
         returns one global's address (an accessor: ``T& registry() { static T r;
-        return r; }``), so that what the caller does through it is seen."""
-        address = self.analyzer.returned_address(function)
+        return r; }``), so that what the caller does through it is seen.  Passed
+        ``constants``, it returns what the path they select returns (``get(1)``)."""
+        address = self.analyzer.returned_address(function, constants)
         if address is not None and self.RESULT is not None:
             self.set(self.RESULT, Value(address=address))
 
