@@ -383,6 +383,8 @@ class X86Walk(FunctionWalk):
             located = self.memory(destination, following)
             if located is not None:
                 self.access(located[0], located[1], read=False, write=True)
+                if source in _X86_QWORD:
+                    self.stores_address(located[0], located[1], self.state.get(source))
         elif "[" in source:
             self.load(destination, source, following)
         else:
