@@ -133,6 +133,7 @@ def analyse_object_fully(elf: ElfFile, path: str, member: str | None = None,
                            and not is_merged_initializer(entry.symbol)], alongside)
     found = _shared_out(entries, lambda entry: _initializer_effects(analyzer, entry), alongside)
     entries, found = _without_runtime(entries, found)
+    found = _split_lone(analyzer, entries, found)
     analysed, named = _analysed(elf, entries, found, analyzer.index.data_label)
     exit_code = _exit_code(analyzer, analysed, alongside)
     hooks = _hook_code(elf, analyzer, analysed)
@@ -291,6 +292,18 @@ def _analysed(elf: ElfFile, entries: list[InitializerEntry],
             named[entry] = dataclasses.replace(entry, registers_destructor=registers,
                                                parts=parts)
     return analysed, named
+
+
+def _split_lone(analyzer: EffectsAnalyzer, entries: list[InitializerEntry],
+                found: list[Effects | list[Part]]) -> list[Effects | list[Part]]:
+    """A stripped object's one initializer that calls what looks like per-TU
+    initializers (``EffectsAnalyzer.parts(by_code=True)``) split into them, as its
+    name would have split it: gcc -flto's merge, whose name strip removed."""
+    if not _may_be_merged(entries) or not isinstance(found[0], Effects):
+        return found
+    assert entries[0].address is not None
+    parts = analyzer.parts(entries[0].address, by_code=True)
+    return [parts] if any(not part.inline for part in parts) else found
 
 
 def _may_be_merged(entries: list[InitializerEntry]) -> bool:

@@ -256,6 +256,10 @@ class Arm64Walk(FunctionWalk):
         self.access(base, offset or 0, read=loads, write=mnemonic.startswith("st") or read_write)
         if mnemonic in ("str", "stur") and registers and operands.startswith("x"):
             self.stamp(base, offset or 0, self.state.get(registers[0] or ""))
+        if mnemonic in ("str", "stur", "stp") and operands.startswith("x"):
+            for position, register in enumerate(registers):  # stp: at +0 and +8
+                self.stores_address(base, (offset or 0) + 8 * position,
+                                    self.state.get(register or ""))
         if loads:
             self.kill(registers)
 

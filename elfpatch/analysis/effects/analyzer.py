@@ -21,7 +21,9 @@ from typing import TYPE_CHECKING
 
 from elfpatch.analysis.effects.addresses import AddressIndex
 from elfpatch.analysis.effects.summary import (
+    ATEXIT,
     CALL,
+    GUARD,
     HOOK,
     PASS,
     PASS_FOREIGN,
@@ -186,12 +188,15 @@ class EffectsAnalyzer:
                 if key.startswith("0x")}
         return rekeyed(effects, keys)
 
-    def parts(self, address: int, *, max_depth: int = 4, max_functions: int = 64) -> list[Part]:
+    def parts(self, address: int, *, max_depth: int = 4, max_functions: int = 64,
+              by_code: bool = False) -> list[Part]:
         """A merged initializer split into the initializers it runs, in call order.
 
         Each call to a per-TU initializer is a part; the merged function's own
         code between those calls (TUs whose initializers were inlined) is a
-        part too, in which program order is all there is to go by.
+        part too, in which program order is all there is to go by.  Per-TU
+        initializers are known by name, or, ``by_code`` (a file without
+        symbols), by what they do (``_builds_like_a_unit``).
         """
         if self._walk is None:
             return [Part(address, None, UNKNOWN_EFFECTS, True)]
@@ -201,7 +206,7 @@ class EffectsAnalyzer:
         stretch: list[Event] = []
         for event in merged.events:
             name = self._unit_initializer(event)
-            if name is None:
+            if name is None and not (by_code and self._builds_like_a_unit(event)):
                 stretch.append(event)
                 continue
             self._add_stretch(parts, stretch, merged, max_depth, max_functions)
@@ -217,6 +222,18 @@ class EffectsAnalyzer:
         found = self.index.function_at(event[1])
         name = found[0] if found else None
         return name if name and _UNIT_INITIALIZER.search(name) else None
+
+    def _builds_like_a_unit(self, event: Event) -> bool:
+        """A call, passing no constants, to a function of this object whose code (or
+        that of a function it calls) registers an exit-time destructor outside a
+        function-local static's guard: what gcc's per-TU initializers
+        (``__static_initialization_and_destruction_0``, its clones, and at -O0 the
+        ``_GLOBAL__sub_I_`` that calls it) do, and a helper computing a value does not."""
+        if event[0] != CALL or event[2] is not None:
+            return False
+        own = self.summary(event[1]).events
+        return _registers_unguarded(own) or any(
+            _registers_unguarded(self.summary(e[1]).events) for e in own if e[0] == CALL)
 
     def _add_stretch(self, parts: list[Part], events: list[Event], merged: FunctionSummary,
                      max_depth: int, max_functions: int) -> None:
@@ -592,6 +609,18 @@ class _RootWalk:
             self.seen.update(callees)
         self.frontier = following
         return bool(following)
+
+
+def _registers_unguarded(events: list[Event]) -> bool:
+    """Whether one function's own code registers an exit-time destructor outside
+    ``__cxa_guard_acquire``/``release``."""
+    guarded = 0
+    for kind, subject, _callee, _position in events:
+        if kind == GUARD:
+            guarded = guarded + 1 if subject else max(guarded - 1, 0)
+        elif kind == ATEXIT and not guarded:
+            return True
+    return False
 
 
 def _positions(constants: Constants) -> int:

@@ -221,7 +221,10 @@ class Collector:
         self.addresses: dict[str, None] = {}
         self.passed: dict[str, None] = {}
         self.first: dict[str, bool] = {}
-        self.atexit: dict[AtExit, None] = {}
+        # Each registration once, known by its object and by where the destructor's
+        # code is (its name when that is another object's): two registrations of
+        # this object's unnamed destructors (a stripped file) are two.
+        self.atexit: dict[tuple[str | None, int | str | None], AtExit] = {}
         self.hooks: dict[int, None] = {}
         self.lazy: dict[str, None] = {}
         self.keyed: dict[KeyedCall, None] = {}
@@ -259,7 +262,9 @@ class Collector:
             elif kind == UNKNOWN_PASS:
                 self.pass_to(subject, unseen_use(position))
             elif kind == ATEXIT:
-                self.atexit.setdefault(subject, None)
+                self.atexit.setdefault((subject.object, subject.destructor
+                                        if subject.destructor_address is None
+                                        else subject.destructor_address), subject)
             elif kind == ADDRESS:
                 self.addresses.setdefault(subject, None)
             elif kind == HOOK:
@@ -319,7 +324,7 @@ class Collector:
         touched = set(self.reads) | set(self.writes)
         groups = (self.summaries[address].bare_keys() for address in self.expanded)
         return Effects(tuple(self.writes), tuple(self.reads), tuple(calls), tuple(external),
-                       tuple(self.atexit), ios_init, complete,
+                       tuple(self.atexit.values()), ios_init, complete,
                        tuple(a for a in self.addresses if a not in touched),
                        tuple(self.passed), tuple(self.first.items()), tuple(stopped),
                        tuple(self.hooks), tuple(self.pending), tuple(self.lazy),

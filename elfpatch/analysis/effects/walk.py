@@ -36,12 +36,14 @@ from elfpatch.analysis.effects.names import (
 from elfpatch.analysis.effects.paths import Paths, condition_holds
 from elfpatch.analysis.effects.summary import (
     ADDRESS,
+    ANCHOR,
     ATEXIT,
     BARE,
     CALL,
     GUARD,
     HOOK,
     KEYED,
+    MEMBER_REACH,
     PASS,
     PASS_FOREIGN,
     READ,
@@ -392,6 +394,19 @@ class FunctionWalk:
             self.events.append((READ, subject, None, 0))
         if write and defined:
             self.events.append((WRITE, subject, None, 0))
+
+    def stores_address(self, base: Value, offset: int, stored: Value | None) -> None:
+        """A store of an address a little past the place stored to (``s._M_p =
+        s._M_local_buf``, a list's header linked to itself): an object starts there,
+        in a file without symbols to say so."""
+        if stored is None or stored.address is None or not stored.exact \
+                or base.address is None or not base.exact or base.got is not None:
+            return
+        at = base.address + offset
+        if 0 < stored.address - at < MEMBER_REACH:
+            key = self.index.data_key(at, True)
+            if key is not None and key[0] == ANCHOR:
+                self.events.append((ADDRESS, key, None, 0))
 
     # -- calls ----------------------------------------------------------------
     def call(self, target: Value | None) -> None:

@@ -389,7 +389,9 @@ class X86Walk(FunctionWalk):
             if located is not None:
                 self.access(located[0], located[1], read=False, write=True)
                 if source in _X86_QWORD:
-                    self.stamp(located[0], located[1], self.state.get(_X86_FAMILY[source]))
+                    stored = self.state.get(_X86_FAMILY[source])
+                    self.stamp(located[0], located[1], stored)
+                    self.stores_address(located[0], located[1], stored)
         elif "[" in source:
             self.load(destination, source, following)
         else:
