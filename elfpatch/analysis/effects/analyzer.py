@@ -69,10 +69,8 @@ MAX_WRITES_DEPTH = 3
 MAX_PARAMETER_DEPTH = 4
 MAX_PARAMETER_SWEEPS = 24
 # Accessors that return a global's address (``T& get() { static T t; return t; }``)
-# are small: larger functions are not read for what they return, nor more than
-# this many calls deep.
-MAX_ACCESSOR_BYTES = 512
-MAX_RETURN_DEPTH = 2
+# are small: larger functions are not read for what they return.
+MAX_ACCESSOR_BYTES = 192
 
 # The per-TU initializers gcc calls from a merged one: _GLOBAL__sub_I_x (-O0)
 # or __static_initialization_and_destruction_0 and its clones (-O1 and up).
@@ -112,7 +110,7 @@ class EffectsAnalyzer:
         self._sweep_budget = MAX_PARAMETER_SWEEPS
         self._targets: dict[int, Target] = {}
         self._written: dict[int, frozenset[str] | None] = {}
-        self._returning: set[int] = set()  # functions whose result is being worked out
+        self._returns: dict[int, int | None] = {}  # function -> the global it returns
         self._decode_errors = _decode_errors()
         # ET_EXEC: code may hold data addresses as immediates (mov esi, OFFSET obj).
         self.fixed_addresses = elf.header.type == ET_EXEC
@@ -322,19 +320,21 @@ class EffectsAnalyzer:
 
     def returned_address(self, function: int) -> int | None:
         """The global whose address the function at ``function`` always returns (an
-        accessor of a function-local static), or None.  Only small functions are
-        read for it, and only so many calls deep: accessors are small, and a
-        function's summary must not wait on a long chain of others."""
-        if function in self._returning or len(self._returning) >= MAX_RETURN_DEPTH:
-            return None
+        accessor of a function-local static), or None (cached).  Only small
+        functions whose code loads a global's address into the result register
+        are read for it: accessors are small, and most functions are not read
+        (nor their callees) for what they return."""
+        if function in self._returns:
+            return self._returns[function]
+        self._returns[function] = None  # a recursive call meets "unknown"
         found = self.index.function_at(function)
-        if found is None or not 0 < found[1] <= MAX_ACCESSOR_BYTES:
+        if found is None or not 0 < found[1] <= MAX_ACCESSOR_BYTES or self._walk is None:
             return None
-        self._returning.add(function)
-        try:
-            return self.summary(function).returned
-        finally:
-            self._returning.discard(function)
+        code = self.index.code_at(function, found[1])
+        if code is None or not self._walk.may_return_address(bytes(code)):
+            return None
+        returned = self._returns[function] = self.summary(function).returned
+        return returned
 
     def registers_written(self, callee: Target) -> frozenset[str] | None:
         """The caller-saved registers a call to ``callee`` may change; None when unknown.

@@ -136,6 +136,12 @@ class FunctionWalk:
         self.stack_slots = False  # whether any stack slot holds a known value
         self.unreached = False  # no forward path reaches the code swept now
 
+    @staticmethod
+    def may_return_address(code: bytes) -> bool:
+        """Whether the code loads a global's address into the result register
+        somewhere (a quick look at the bytes, before reading what it returns)."""
+        return False
+
     @classmethod
     def parameter_registers(cls) -> list[tuple[int, str]]:
         """(position, register) of each pointer a caller may pass."""

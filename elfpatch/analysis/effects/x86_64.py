@@ -69,6 +69,8 @@ _X86_IMPLICIT = frozenset({"mul", "div", "idiv", "cdq", "cqo", "cwd", "cdqe", "c
                            "rdtsc", "rdtscp", "syscall", "xchg", "xadd", "cmpxchg",
                            "cmpxchg16b", "stosb", "stosw", "stosd", "stosq", "movsb",
                            "movsw", "movsq", "lodsb", "lodsq", "scasb", "cmpsb", "xgetbv"})
+# lea r64, [rip + disp32]: how an accessor takes its object's address to return it.
+_LEA_RIP = re.compile(rb"[\x48\x4c]\x8d[\x05\x0d\x15\x1d\x25\x2d\x35\x3d]")
 _X86_OP_MEM = 3  # capstone.x86.X86_OP_MEM
 _CS_AC_READ, _CS_AC_WRITE = 1, 2
 
@@ -237,6 +239,10 @@ class X86Walk(FunctionWalk):
                 value = Value(table=base.address)
         self.set(_X86_FAMILY.get(destination), value)
         return True
+
+    @staticmethod
+    def may_return_address(code: bytes) -> bool:
+        return _LEA_RIP.search(code) is not None
 
     def on_stop(self, following: int, operands: str) -> bool:
         return False
