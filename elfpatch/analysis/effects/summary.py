@@ -366,7 +366,7 @@ def object_keys(groups: Iterable[Iterable[str]], written: Iterable[str] = (),
     for piece in pieces:
         for address in piece:
             by_address.setdefault(address, []).append(piece)
-    anchors = _object_starts(anchors, by_address,
+    anchors = _object_starts(anchors, marked,
                              {int(key[1:], 16) for key in destroyed if key[:1] in _MARKS})
     placed = {}
     for keys in marked:
@@ -384,17 +384,26 @@ def object_keys(groups: Iterable[Iterable[str]], written: Iterable[str] = (),
     return placed
 
 
-def _object_starts(anchors: list[int], by_address: dict[int, list[list[int]]],
+def _object_starts(anchors: list[int], groups: list[set[str]],
                    destroyed: set[int]) -> list[int]:
-    """The anchors that start objects.  One within ``MEMBER_REACH`` past another that
-    some one function touches together with it is that object's member taken as
-    a pointer (a map's header handed to the insertion, a string member built in
-    place), unless its own destructor is registered (``destroyed``): then it is
-    an object of its own (two strings side by side, built by one initializer)."""
+    """The anchors that start objects.  One within ``MEMBER_REACH`` past another is that
+    object's member taken as a pointer (a map's header handed to the insertion)
+    when some function accesses it as a member, without taking it as a pointer,
+    together with the object below; unless its own destructor is registered
+    (``destroyed``: two strings side by side stay two).  Code that takes both as
+    pointers (a -flto initializer building neighbouring globals) is no evidence."""
+    members: dict[int, list[set[int]]] = {}
+    for keys in groups:
+        taken = {int(key[1:], 16) for key in keys if key[0] == ANCHOR}
+        touched = {int(key[1:], 16) for key in keys}
+        for key in keys:
+            address = int(key[1:], 16)
+            if key[0] == BARE and address not in taken:
+                members.setdefault(address, []).append(touched)
     starts: list[int] = []
     for address in anchors:
         if starts and address - starts[-1] < MEMBER_REACH and address not in destroyed \
-                and any(_touches(piece, starts[-1]) for piece in by_address[address]):
+                and any(starts[-1] in touched for touched in members.get(address, ())):
             continue
         starts.append(address)
     return starts
