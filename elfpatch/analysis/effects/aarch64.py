@@ -75,6 +75,12 @@ class Arm64Walk(FunctionWalk):
         return None
 
     @staticmethod
+    def may_return_address(code: bytes) -> bool:
+        """An ``adrp``: how an accessor starts building its object's address."""
+        words = memoryview(code)[: len(code) // 4 * 4].cast("I")
+        return any(word & 0x9F000000 == 0x90000000 for word in words)
+
+    @staticmethod
     def registers_set(mnemonic: str, operands: str) -> tuple[str, ...] | None:
         if mnemonic in _A64_WRITES_NOTHING:
             return ()

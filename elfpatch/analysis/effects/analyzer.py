@@ -75,10 +75,8 @@ MAX_WRITES_DEPTH = 3
 MAX_PARAMETER_DEPTH = 4
 MAX_PARAMETER_SWEEPS = 24
 # Accessors that return a global's address (``T& get() { static T t; return t; }``)
-# are small: larger functions are not read for what they return, nor more than
-# this many calls deep.
-MAX_ACCESSOR_BYTES = 512
-MAX_RETURN_DEPTH = 2
+# are small: larger functions are not read for what they return.
+MAX_ACCESSOR_BYTES = 192
 # A function passed constants is walked again knowing them (its other paths left
 # out) up to this size.
 MAX_SPECIALISED_BYTES = 1 << 16
@@ -123,7 +121,8 @@ class EffectsAnalyzer:
         self._sweep_budget = MAX_PARAMETER_SWEEPS
         self._targets: dict[int, Target] = {}
         self._written: dict[int, frozenset[str] | None] = {}
-        self._returning: set[int] = set()  # functions whose result is being worked out
+        # (function, constants passed) -> the global it returns
+        self._returns: dict[tuple[int, Constants], int | None] = {}
         self._decode_errors = _decode_errors()
         # ET_EXEC: code may hold data addresses as immediates (mov esi, OFFSET obj).
         self.fixed_addresses = elf.header.type == ET_EXEC
@@ -341,17 +340,19 @@ class EffectsAnalyzer:
                 # call selects needed too: the other process need not sweep it again.
                 return ({a: s for a, s in self._summaries.items() if a not in known},
                         {k: s for k, s in self._specialised.items() if k not in special},
-                        self._written)
+                        self._written, self._returns)
             return run
 
-        _mine, (summaries, specialised, written) = alongside(sweep(halves[0]),
-                                                             sweep(halves[1]))
+        _mine, (summaries, specialised, written, returns) = alongside(sweep(halves[0]),
+                                                                      sweep(halves[1]))
         for address, summary in summaries.items():
             self._summaries.setdefault(address, summary)
         for key, special in specialised.items():
             self._specialised.setdefault(key, special)
         for address, registers in written.items():
             self._written.setdefault(address, registers)
+        for asked, returned in returns.items():
+            self._returns.setdefault(asked, returned)
 
     def _sweep_cost(self, function: FunctionKey) -> int:
         found = self.index.function_at(function[0] if isinstance(function, tuple) else function)
@@ -440,23 +441,25 @@ class EffectsAnalyzer:
 
     def returned_address(self, function: int, constants: Constants = ()) -> int | None:
         """The global whose address the function at ``function`` always returns (an
-        accessor of a function-local static), or None.  Only small functions are
-        read for it, and only so many calls deep: accessors are small, and a
-        function's summary must not wait on a long chain of others.  A call
-        passing ``constants`` returns what the walk they select returns
-        (``specialised``): ``get(1)`` may return one global where ``get`` returns
-        one of several."""
-        if function in self._returning or len(self._returning) >= MAX_RETURN_DEPTH:
-            return None
+        accessor of a function-local static), or None (cached).  Only small
+        functions whose code loads a global's address into the result register
+        are read for it: accessors are small, and most functions are not read
+        (nor their callees) for what they return.  A call passing ``constants``
+        returns what the walk they select returns (``specialised``): ``get(1)``
+        may return one global where ``get`` returns one of several."""
+        key = (function, constants)
+        if key in self._returns:
+            return self._returns[key]
+        self._returns[key] = None  # a recursive call meets "unknown"
         found = self.index.function_at(function)
-        if found is None or not 0 < found[1] <= MAX_ACCESSOR_BYTES:
+        if found is None or not 0 < found[1] <= MAX_ACCESSOR_BYTES or self._walk is None:
             return None
-        self._returning.add(function)
-        try:
-            return self.summary(self.specialised(function, constants) if constants
-                                else function).returned
-        finally:
-            self._returning.discard(function)
+        code = self.index.code_at(function, found[1])
+        if code is None or not self._walk.may_return_address(bytes(code)):
+            return None
+        walked = self.specialised(function, constants) if constants else function
+        returned = self._returns[key] = self.summary(walked).returned
+        return returned
 
     def registers_written(self, callee: Target) -> frozenset[str] | None:
         """The caller-saved registers a call to ``callee`` may change; None when unknown.
@@ -576,11 +579,13 @@ class EffectsAnalyzer:
 # process costs more than it saves.
 _SHARED_SWEEP_MINIMUM = 32
 # What one half of a shared sweep sends back: its summaries, its walks knowing
-# constants (``specialised``), and which registers the functions it looked into
-# write (``registers_written``), so none is worked out twice.
+# constants (``specialised``), which registers the functions it looked into
+# write (``registers_written``) and what the accessors it met return
+# (``returned_address``), so none is worked out twice.
 _Swept = tuple[dict[int, FunctionSummary],
                dict[tuple[int, Constants], FunctionSummary | None],
-               dict[int, frozenset[str] | None]]
+               dict[int, frozenset[str] | None],
+               dict[tuple[int, Constants], int | None]]
 
 
 class _RootWalk:

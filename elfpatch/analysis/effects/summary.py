@@ -412,7 +412,7 @@ def object_keys(groups: Iterable[Iterable[str]], written: Iterable[str] = (),
         if len(piece) > 1:  # a group of one address is evidence of nothing
             for address in piece:
                 by_address.setdefault(address, []).append(piece)
-    anchors = _object_starts(anchors, by_address,
+    anchors = _object_starts(anchors, groups, addresses,
                              {int(key[1:], 16) for key in destroyed if key[:1] in _MARKS})
     placed = {}
     for key, address in addresses.items():
@@ -425,17 +425,28 @@ def object_keys(groups: Iterable[Iterable[str]], written: Iterable[str] = (),
     return placed
 
 
-def _object_starts(anchors: list[int], by_address: dict[int, list[frozenset[int]]],
-                   destroyed: set[int]) -> list[int]:
-    """The anchors that start objects.  One within ``MEMBER_REACH`` past another that
-    some one function touches together with it is that object's member taken as
-    a pointer (a map's header handed to the insertion, a string member built in
-    place), unless its own destructor is registered (``destroyed``): then it is
-    an object of its own (two strings side by side, built by one initializer)."""
+def _object_starts(anchors: list[int], groups: Iterable[Iterable[str]],
+                   addresses: dict[str, int], destroyed: set[int]) -> list[int]:
+    """The anchors that start objects.  One within ``MEMBER_REACH`` past another is that
+    object's member taken as a pointer (a map's header handed to the insertion)
+    when some function accesses it as a member, without taking it as a pointer,
+    together with the object below; unless its own destructor is registered
+    (``destroyed``: two strings side by side stay two).  Code that takes both as
+    pointers (a -flto initializer building neighbouring globals) is no evidence.
+    ``addresses``: each key's address (``object_keys``)."""
+    members: dict[int, list[set[int]]] = {}
+    for every in groups:
+        keys = [key for key in every if key[:1] in _MARKS]
+        taken = {addresses[key] for key in keys if key[0] == ANCHOR}
+        touched = {addresses[key] for key in keys}
+        for key in keys:
+            address = addresses[key]
+            if key[0] == BARE and address not in taken:
+                members.setdefault(address, []).append(touched)
     starts: list[int] = []
     for address in anchors:
         if starts and address - starts[-1] < MEMBER_REACH and address not in destroyed \
-                and any(starts[-1] in piece for piece in by_address.get(address, ())):
+                and any(starts[-1] in touched for touched in members.get(address, ())):
             continue
         starts.append(address)
     return starts

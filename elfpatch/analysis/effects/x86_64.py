@@ -71,6 +71,8 @@ _X86_IMPLICIT = frozenset({"mul", "div", "idiv", "cdq", "cqo", "cwd", "cdqe", "c
                            "rdtsc", "rdtscp", "syscall", "xchg", "xadd", "cmpxchg",
                            "cmpxchg16b", "stosb", "stosw", "stosd", "stosq", "movsb",
                            "movsw", "movsq", "lodsb", "lodsq", "scasb", "cmpsb", "xgetbv"})
+# lea r64, [rip + disp32]: how an accessor takes its object's address to return it.
+_LEA_RIP = re.compile(rb"[\x48\x4c]\x8d[\x05\x0d\x15\x1d\x25\x2d\x35\x3d]")
 _X86_OP_MEM = 3  # capstone.x86.X86_OP_MEM
 _X86_COMPARES = frozenset({"cmp", "test"})
 _X86_ARGUMENT_BITS = {name: 1 << ("rdi", "rsi", "rdx", "rcx", "r8", "r9").index(family)
@@ -290,6 +292,10 @@ class X86Walk(FunctionWalk):
         index = source[source.rfind(" ") + 1 : source.rfind("*")]
         value = self.state.get(_X86_FAMILY.get(index, ""))
         return value.constant if value is not None else None
+
+    @staticmethod
+    def may_return_address(code: bytes) -> bool:
+        return _LEA_RIP.search(code) is not None
 
     def on_stop(self, following: int, operands: str) -> bool:
         return False
