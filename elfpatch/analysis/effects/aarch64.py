@@ -74,6 +74,12 @@ class Arm64Walk(FunctionWalk):
         return None
 
     @staticmethod
+    def branch_target(mnemonic: str, operands: str) -> int | None:
+        if mnemonic in _A64_CONDITIONAL or mnemonic == "b":
+            return immediate(operands.rpartition("#")[2])
+        return None
+
+    @staticmethod
     def registers_set(mnemonic: str, operands: str) -> tuple[str, ...] | None:
         if mnemonic in _A64_WRITES_NOTHING:
             return ()
@@ -285,6 +291,7 @@ class Arm64Walk(FunctionWalk):
             self.set(register, None)
 
 
+Arm64Walk.STOPS = _A64_STOPS
 Arm64Walk.HANDLERS = {
     "bl": Arm64Walk.on_bl, "blr": Arm64Walk.on_blr, "b": Arm64Walk.on_b,
     "br": Arm64Walk.on_br, "adrp": Arm64Walk.on_adrp, "adr": Arm64Walk.on_adr,

@@ -105,6 +105,12 @@ class X86Walk(FunctionWalk):
         return None
 
     @staticmethod
+    def branch_target(mnemonic: str, operands: str) -> int | None:
+        if mnemonic in _X86_CONDITIONAL or mnemonic in _X86_JUMPS:
+            return immediate(operands)
+        return None
+
+    @staticmethod
     def registers_set(mnemonic: str, operands: str) -> tuple[str, ...] | None:
         if mnemonic in _X86_WRITES_NOTHING:
             return ()
@@ -535,6 +541,7 @@ def _displacement(inner: str) -> int | None:
     return offset
 
 
+X86Walk.STOPS = _X86_STOPS
 X86Walk.HANDLERS = {
     "call": X86Walk.on_call, "bnd call": X86Walk.on_call, "notrack call": X86Walk.on_call,
     "jmp": X86Walk.on_jmp, "bnd jmp": X86Walk.on_jmp, "notrack jmp": X86Walk.on_jmp,
