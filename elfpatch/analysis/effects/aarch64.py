@@ -81,6 +81,31 @@ class Arm64Walk(FunctionWalk):
         return any(word & 0x9F000000 == 0x90000000 for word in words)
 
     @staticmethod
+    def branch_target(mnemonic: str, operands: str) -> int | None:
+        if mnemonic in _A64_CONDITIONAL or mnemonic == "b":
+            return immediate(operands.rpartition("#")[2])
+        return None
+
+    @staticmethod
+    def stack_writes(mnemonic: str, operands: str) -> tuple[str, ...] | None:
+        destination = operands.partition(", ")[0]
+        if destination in ("sp", "wsp"):
+            return None
+        if destination in ("x29", "fp"):
+            return ("[x29",)
+        match = _A64_MEMORY.search(operands) if mnemonic.startswith(_A64_TRANSFER) else None
+        if match is None or match.group(1) not in _A64_FRAME_REGISTERS:
+            return ()
+        base = "sp" if match.group(1) == "sp" else "x29"
+        offset = immediate((match.group(2) or "0").lstrip("#"))
+        if match.group(3) or match.group(4) or offset is None:  # writeback, or an index
+            return None
+        if not mnemonic.startswith("st"):
+            return ()
+        stored = operands[: match.start()].rstrip(", ").split(", ")
+        return tuple(f"[{base}{offset + 8 * n:+d}]" for n in range(len(stored)))
+
+    @staticmethod
     def registers_set(mnemonic: str, operands: str) -> tuple[str, ...] | None:
         if mnemonic in _A64_WRITES_NOTHING:
             return ()
@@ -296,6 +321,7 @@ class Arm64Walk(FunctionWalk):
             self.set(register, None)
 
 
+Arm64Walk.STOPS = _A64_STOPS
 Arm64Walk.HANDLERS = {
     "bl": Arm64Walk.on_bl, "blr": Arm64Walk.on_blr, "b": Arm64Walk.on_b,
     "br": Arm64Walk.on_br, "adrp": Arm64Walk.on_adrp, "adr": Arm64Walk.on_adr,

@@ -22,7 +22,7 @@ for them and the events derived from it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol
 
 from elfpatch.analysis.effects.addresses import AddressIndex, GotEntry
@@ -133,6 +133,7 @@ class FunctionWalk:
     RESULT: str | None = None  # the register a function returns a pointer in
     CALLER_SAVED: frozenset[str] = frozenset()
     CALL_WRITES: frozenset[str] = frozenset()  # registers the call instruction itself sets
+    STOPS: frozenset[str] = frozenset()  # returns, traps: never fall through
     # mnemonic -> handler(walk, address of the next instruction, operands)
     HANDLERS: ClassVar[dict[str, Callable[[Any, int, str], bool]]] = {}
 
@@ -156,6 +157,8 @@ class FunctionWalk:
         for position, number_passed in constants:
             self.state[self.ARGUMENTS[position]] = Value(constant=number_passed)
         self.flags: Flags | None = None
+        self.instructions: list[tuple[int, int, str, str]] = []  # a sized function's
+        self.position = 0  # the index of the instruction being read
 
     @staticmethod
     def may_return_address(code: bytes) -> bool:
@@ -176,8 +179,12 @@ class FunctionWalk:
         # One pass: a loop head gets the state it has on entry, so what is
         # reported holds on the first iteration; forward branches merge.
         reached, falls, pending, sized = self.start, True, self.pending, self.sized
+        padding = False
         handlers, other, paths = self.HANDLERS, self.other, self.paths
-        for address, size, mnemonic, operands in self.decode():
+        decoded: Iterable[tuple[int, int, str, str]] = self.decode()
+        if sized:  # kept, for what the code after a place writes (``orphan_state``)
+            decoded = self.instructions = list(decoded)
+        for self.position, (address, size, mnemonic, operands) in enumerate(decoded):
             if paths is not None:
                 if address in paths.pruned:  # only a path the constants rule out gets here
                     falls, reached = False, address + size
@@ -185,7 +192,10 @@ class FunctionWalk:
                 self.expire_flags(address)
                 paths.instruction(address)
             if not falls or address in pending:
-                self.enter(address, falls)
+                self.enter(address, falls and not padding)
+            # Alignment padding after a jump: dead, it must not weaken what the
+            # code it falls into is entered with.
+            padding = (not falls or padding) and _is_padding(mnemonic, operands)
             handler = handlers.get(mnemonic)
             if handler is not None:
                 falls = handler(self, address + size, operands)
@@ -212,16 +222,106 @@ class FunctionWalk:
         """The register state on arrival: fallthrough merged with forward branches.
 
         Code that only a backward branch (or nothing: padding after a return)
-        reaches knows nothing, and what falls out of it into a forward
-        branch's target is not merged: that target has the branch's state, as
-        a loop head has the state it has on entry.
+        reaches knows what the loop it may be the body of leaves alone
+        (``orphan_state``: nothing, where it is no such loop's), and what falls
+        out of it into a forward branch's target is not merged, nor do its
+        branches count: that target has the branch's state, as a loop head has
+        the state it has on entry (what is reported holds on the first
+        iteration, and stack slots, which ``orphan_state`` does not keep, stay
+        known after the loop).
         """
         incoming = self.pending.pop(address, None)
-        if not falls or self.unreached:
-            self.state = incoming or {}
-            self.unreached = incoming is None
+        if incoming is not None and (not falls or self.unreached):
+            self.state, self.unreached = incoming, False
         elif incoming is not None:
             self.state = intersect(self.state, incoming)
+        elif not falls:
+            orphan = self.orphan_state(address)
+            self.state = orphan if orphan is not None else {}
+            self.unreached = orphan is None
+
+    def orphan_state(self, address: int) -> State | None:
+        """What is known where code neither falls in nor is branched to from above: a
+        loop body laid out before its condition (``jmp cond; body: …; cond: … jb
+        body``), reached only by a branch back from below.
+
+        Code below is entered from above only through the forward branches still
+        pending, and comes back here only through branches back, the last of
+        which ends the loop: a register no instruction of the loop writes holds,
+        here, what those forward branches all agree on (the string's address the
+        loop fills, that the registration after it needs).  Anything else is not
+        known.
+        """
+        below = [state for target, state in self.pending.items() if target > address]
+        if not below or not self.instructions:
+            return None
+        written = self.written_in_loop(self.position, address)
+        if written is None:
+            return None
+        known = below[0]
+        for state in below[1:]:
+            known = intersect(known, state)
+        slots = tuple(key for key in written if key[:1] == "[")  # "[": every slot
+        return {key: value for key, value in known.items() if key not in written
+                and not (key[:1] == "[" and key.startswith(slots))}
+
+    def written_in_loop(self, position: int, address: int) -> frozenset[str] | None:
+        """The registers, and the stack slots (``[rsp+16]``; ``[`` for every slot,
+        ``[rbp`` for every slot addressed through it), the loop starting at
+        ``position`` (at ``address``) may write before it branches back (calls:
+        every caller-saved register, no slot: a spill stays, as across any call);
+        None when one of them is not known, or nothing branches back.
+
+        The loop ends at the last branch back into it (a branch back from
+        further down into code already inside counts too); a stretch that then
+        leaves the function (an epilogue restoring registers, a tail call)
+        never comes back, and what it writes does not count.
+        """
+        rest = self.instructions[position:]
+        backs = [(n, target) for n, (at, _size, mnemonic, operands) in enumerate(rest)
+                 if (target := self.branch_target(mnemonic, operands)) is not None
+                 and address <= target <= at]
+        if not backs:
+            return None
+        last, grown = -1, True
+        while grown:  # the loop's end, and every branch back into what it holds
+            limit = rest[last][0] if last >= 0 else self.pending_above(address)
+            grown = False
+            for n, target in backs:
+                if n > last and target < limit:
+                    last, grown = n, True
+        written: set[str] = set()
+        stretch: set[str] = set()
+        for _address, _size, mnemonic, operands in rest[: last + 1]:
+            transfer = self.control_transfer(mnemonic, operands)
+            if transfer is not None and transfer[0]:
+                stretch |= self.CALLER_SAVED | self.CALL_WRITES
+            elif transfer is None and mnemonic not in self.STOPS:
+                registers = self.registers_set(mnemonic, operands)
+                if registers is None:
+                    return None
+                stretch.update(registers)
+                slots = self.stack_writes(mnemonic, operands)
+                stretch.update(slots if slots is not None else ("[",))
+            if self.leaves(mnemonic, operands):
+                stretch = set()  # never comes back
+            elif transfer is not None or self.branch_target(mnemonic, operands) is not None:
+                written |= stretch
+                stretch = set()
+        return frozenset(written | stretch)
+
+    def pending_above(self, address: int) -> int:
+        """The first place below ``address`` that code above it branches to."""
+        return min((target for target in self.pending if target > address), default=self.end)
+
+    def leaves(self, mnemonic: str, operands: str) -> bool:
+        """A return, or a jump out of the function (a tail call): nothing after it here
+        runs next."""
+        if mnemonic in self.STOPS:
+            return True
+        transfer = self.control_transfer(mnemonic, operands)
+        return transfer is not None and not transfer[0] and transfer[1] is not None \
+            and not self.start <= transfer[1] < self.end
 
     def branch(self, target: int) -> None:
         """A conditional or in-function branch: its target inherits the current state."""
@@ -302,6 +402,18 @@ class FunctionWalk:
     @staticmethod
     def registers_set(mnemonic: str, operands: str) -> tuple[str, ...] | None:
         """The general registers any other instruction may write; None when not known."""
+        raise NotImplementedError
+
+    @staticmethod
+    def branch_target(mnemonic: str, operands: str) -> int | None:
+        """Where a direct jump, conditional or not, goes; None for other instructions."""
+        raise NotImplementedError
+
+    @staticmethod
+    def stack_writes(mnemonic: str, operands: str) -> tuple[str, ...] | None:
+        """The stack slots an instruction may write, as keys (``[rsp+16]``) or the
+        prefix of every slot through one base (``[rbp``); None when it moves the
+        stack, or writes where that is not known."""
         raise NotImplementedError
 
     # -- registers ------------------------------------------------------------
@@ -603,6 +715,11 @@ class FunctionWalk:
                 is None and self.index.plt_entry(target) is None:
             return False  # into this function's split-off part (.cold): error paths
         return self.tail_call(Value(address=target))
+
+
+def _is_padding(mnemonic: str, operands: str) -> bool:
+    """``nop`` (any length), ``xchg ax, ax``: what aligns the next branch target."""
+    return mnemonic == "nop" or (mnemonic == "xchg" and operands == "ax, ax")
 
 
 def decode_in_chunks(engine: Cs, code: bytes, start: int,

@@ -108,6 +108,24 @@ class X86Walk(FunctionWalk):
         return None
 
     @staticmethod
+    def branch_target(mnemonic: str, operands: str) -> int | None:
+        if mnemonic in _X86_CONDITIONAL or mnemonic in _X86_JUMPS:
+            return immediate(operands)
+        return None
+
+    @staticmethod
+    def stack_writes(mnemonic: str, operands: str) -> tuple[str, ...] | None:
+        destination = operands.partition(", ")[0]
+        if mnemonic in _X86_STACK_MOVERS or destination in ("rsp", "esp"):
+            return None
+        if destination in ("rbp", "ebp"):  # at -O2 an ordinary register
+            return ("[rbp",)
+        if "[rsp" not in destination and "[rbp" not in destination:
+            return ()
+        key = _stack_key(destination)  # the first operand: written, unless compared
+        return (key,) if key is not None else None
+
+    @staticmethod
     def registers_set(mnemonic: str, operands: str) -> tuple[str, ...] | None:
         if mnemonic in _X86_WRITES_NOTHING:
             return ()
@@ -548,6 +566,7 @@ def _displacement(inner: str) -> int | None:
     return offset
 
 
+X86Walk.STOPS = _X86_STOPS
 X86Walk.HANDLERS = {
     "call": X86Walk.on_call, "bnd call": X86Walk.on_call, "notrack call": X86Walk.on_call,
     "jmp": X86Walk.on_jmp, "bnd jmp": X86Walk.on_jmp, "notrack jmp": X86Walk.on_jmp,
