@@ -246,21 +246,30 @@ class EffectsAnalyzer:
         why the code could not be followed to its end."""
         reached: dict[FunctionKey, FunctionSummary] = {}
         stopped: dict[str, None] = {}
-        keys = list(dict.fromkeys(map(self._resolved, roots)))
-        seen, frontier, analysed = set(keys), keys, 0
-        for _depth in range(max_depth + 1):
+        # A call passing constants is resolved (``specialised``) only when its turn
+        # comes within the budget: resolving costs a walk.
+        frontier: list[FunctionKey] = list(dict.fromkeys(roots))
+        seen, analysed = set(frontier), 0
+        for depth in range(max_depth + 1):
             following: list[FunctionKey] = []
-            for function in frontier:
+            for key in frontier:
+                function = self._resolved(key)
+                if function in reached:
+                    continue
                 if analysed == max_functions:
                     stopped[STOP_FUNCTION_BUDGET] = None
                     return reached, stopped
                 summary = reached[function] = self.summary(function)
                 analysed += 1
                 stopped.update(summary.stopped)
-                callees = [self._resolved(callee) for callee in summary.callees]
-                following += [c for c in dict.fromkeys(callees) if c not in seen]
-                seen.update(callees)
+                following += [c for c in summary.callees if c not in seen]
+                seen.update(summary.callees)
             frontier = following
+            if depth == max_depth:
+                # Left out: callees whose code no walk read (by address; a call passing
+                # constants to a function read is that function).
+                read = {_address(k) for k in reached}
+                frontier = [k for k in frontier if _address(k) not in read]
             if not frontier:
                 break
         else:
@@ -453,6 +462,10 @@ class EffectsAnalyzer:
         if size > MAX_FUNCTION_BYTES:
             summary.stop(STOP_SIZE_CAP)
         return summary
+
+
+def _address(key: FunctionKey) -> int:
+    return key[0] if isinstance(key, tuple) else key
 
 
 def _registers_unguarded(events: list[Event]) -> bool:
