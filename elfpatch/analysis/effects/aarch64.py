@@ -321,6 +321,7 @@ class Arm64Walk(FunctionWalk):
             self.set(register, None)
 
 
+Arm64Walk.BRANCH_INITIALS = "bct"  # b, b.cc, cbz, cbnz, tbz, tbnz
 Arm64Walk.STOPS = _A64_STOPS
 Arm64Walk.HANDLERS = {
     "bl": Arm64Walk.on_bl, "blr": Arm64Walk.on_blr, "b": Arm64Walk.on_b,

@@ -253,21 +253,30 @@ class EffectsAnalyzer:
         why the code could not be followed to its end."""
         reached: dict[FunctionKey, FunctionSummary] = {}
         stopped: dict[str, None] = {}
-        keys = list(dict.fromkeys(map(self._resolved, roots)))
-        seen, frontier, analysed = set(keys), keys, 0
-        for _depth in range(max_depth + 1):
+        # A call passing constants is resolved (``specialised``) only when its turn
+        # comes within the budget: resolving costs a walk.
+        frontier: list[FunctionKey] = list(dict.fromkeys(roots))
+        seen, analysed = set(frontier), 0
+        for depth in range(max_depth + 1):
             following: list[FunctionKey] = []
-            for function in frontier:
+            for key in frontier:
+                function = self._resolved(key)
+                if function in reached:
+                    continue
                 if analysed == max_functions:
                     stopped[STOP_FUNCTION_BUDGET] = None
                     return reached, stopped
                 summary = reached[function] = self.summary(function)
                 analysed += 1
                 stopped.update(summary.stopped)
-                callees = [self._resolved(callee) for callee in summary.callees]
-                following += [c for c in dict.fromkeys(callees) if c not in seen]
-                seen.update(callees)
+                following += [c for c in summary.callees if c not in seen]
+                seen.update(summary.callees)
             frontier = following
+            if depth == max_depth:
+                # Left out: callees whose code no walk read (by address; a call passing
+                # constants to a function read is that function).
+                read = {_address(k) for k in reached}
+                frontier = [k for k in frontier if _address(k) not in read]
             if not frontier:
                 break
         else:
@@ -285,59 +294,66 @@ class EffectsAnalyzer:
         Splitting the functions rather than the roots sweeps each function once:
         a big library's initializers share most of their callees (nvjitlink: 723
         initializers, 1,834 functions; two halves of its initializers swept
-        2,289 between them).  Taking a function is what ``_reach`` does with it:
-        its summary, and the walk each call passing constants selects
-        (``specialised``), so a callee walked knowing them is swept ahead too.
+        2,289 between them).  A call passing constants is followed into the walk
+        they select (``specialised``), chosen, like ``_reach`` chooses it, when
+        its turn comes: those walks are swept ahead and shared out too.
         """
         if self._walk is None:
             return
         self.index.prepare()
         walks = [_RootWalk(root) for root in dict.fromkeys(roots)]
         for _depth in range(max_depth + 1):
-            wanted = dict.fromkeys(function for walk in walks
-                                   for function in walk.next_functions(max_functions)
-                                   if not self._taken(function))
-            self._sweep_shared(list(wanted), alongside)
+            done: set[_Wanted] = set()
+            while True:  # again when a chosen walk turns out to be one followed already
+                wanted = dict.fromkeys(item for walk in walks
+                                       for item in walk.wanted(self, max_functions))
+                if not wanted or done.issuperset(wanted):
+                    break
+                done.update(wanted)
+                self._sweep_shared(list(wanted), alongside)
             walks = [walk for walk in walks if walk.advance(self, max_functions)]
             if not walks:
                 break
 
-    def _taken(self, key: FunctionKey) -> bool:
-        """Whether ``key``'s summary, and the walk each of its calls passing constants
-        selects, are known (``_take`` has nothing left to sweep)."""
-        summary = self._specialised.get(key) if isinstance(key, tuple) \
-            else self._summaries.get(key)
-        return summary is not None and all(
-            callee in self._specialised for callee in summary.callees if type(callee) is tuple)
+    def chosen(self, key: FunctionKey) -> FunctionKey | None:
+        """What ``_resolved`` gives for ``key``, if that is known without a walk."""
+        if not isinstance(key, tuple):
+            return key
+        if key not in self._specialised:
+            return None
+        return key if self._specialised[key] is not None else key[0]
 
-    def _take(self, key: FunctionKey) -> FunctionSummary:
-        """What ``_reach`` does with one function it follows: its summary, and which walk
-        of each callee its calls select (``_resolved``)."""
-        summary = self.summary(key)
-        for callee in summary.callees:
-            self._resolved(callee)
-        return summary
+    def swept(self, key: FunctionKey) -> bool:
+        """Whether the summary of a function to follow (``chosen``) is known."""
+        return isinstance(key, tuple) or key in self._summaries
 
-    def _sweep_shared(self, functions: list[FunctionKey], alongside: Alongside) -> None:
-        """``_take`` each of ``functions``, two halves of about equal code at once."""
+    def _sweep_one(self, item: _Wanted) -> None:
+        key, take = item
+        function = self._resolved(key)
+        if take:
+            self.summary(function)
+
+    def _sweep_shared(self, functions: list[_Wanted], alongside: Alongside) -> None:
+        """Each of ``functions`` chosen and swept, two halves of about equal code at once."""
         if len(functions) < _SHARED_SWEEP_MINIMUM:
             for function in functions:
-                self._take(function)
+                self._sweep_one(function)
             return
-        halves: tuple[list[FunctionKey], list[FunctionKey]] = ([], [])
+        halves: tuple[list[_Wanted], list[_Wanted]] = ([], [])
         loads = [0, 0]
         for function in sorted(functions, key=self._sweep_cost, reverse=True):
             lighter = 0 if loads[0] <= loads[1] else 1
             halves[lighter].append(function)
             loads[lighter] += self._sweep_cost(function)
 
-        def sweep(half: list[FunctionKey]) -> Callable[[], _Swept]:
+        def sweep(half: list[_Wanted]) -> Callable[[], _Swept]:
             def run() -> _Swept:
                 known, special = set(self._summaries), set(self._specialised)
                 for function in half:
-                    self._take(function)
-                # Everything swept here, the plain walks that deciding which walk a
-                # call selects needed too: the other process need not sweep it again.
+                    self._sweep_one(function)
+                # Everything swept here, the plain walks that choosing the walk of a
+                # call passing constants needed too: the other process need not sweep
+                # them again.
                 return ({a: s for a, s in self._summaries.items() if a not in known},
                         {k: s for k, s in self._specialised.items() if k not in special},
                         self._written, self._returns)
@@ -354,8 +370,8 @@ class EffectsAnalyzer:
         for asked, returned in returns.items():
             self._returns.setdefault(asked, returned)
 
-    def _sweep_cost(self, function: FunctionKey) -> int:
-        found = self.index.function_at(function[0] if isinstance(function, tuple) else function)
+    def _sweep_cost(self, item: _Wanted) -> int:
+        found = self.index.function_at(_address(item[0]))
         return min(found[1], MAX_FUNCTION_BYTES) if found and found[1] else MAX_UNSIZED_BYTES
 
     @property
@@ -586,6 +602,10 @@ _Swept = tuple[dict[int, FunctionSummary],
                dict[tuple[int, Constants], FunctionSummary | None],
                dict[int, frozenset[str] | None],
                dict[tuple[int, Constants], int | None]]
+# One piece of a shared sweep: a function to follow, and whether its summary is
+# wanted too, or only which walk a call passing constants selects (``_reach``
+# works that out for the call the budget stops at as well).
+_Wanted = tuple[FunctionKey, bool]
 
 
 class _RootWalk:
@@ -594,26 +614,60 @@ class _RootWalk:
     def __init__(self, root: int) -> None:
         self.seen: set[FunctionKey] = {root}
         self.frontier: list[FunctionKey] = [root]
+        self.reached: set[FunctionKey] = set()
         self.analysed = 0
 
-    def next_functions(self, max_functions: int) -> list[FunctionKey]:
-        """The functions of the current depth that the budget still lets this walk take."""
-        return self.frontier[: max_functions - self.analysed]
+    def wanted(self, analyzer: EffectsAnalyzer, max_functions: int) -> list[_Wanted]:
+        """What ``_reach`` would sweep at the current depth and is not known yet.
+
+        A call passing constants whose walk is not chosen yet counts as a
+        function of its own (it may turn out to be one already followed): the
+        budget is then met no later than in ``_reach``, and once those are
+        chosen the depth is looked at again (``prefetch``), so no more is swept
+        than ``_reach`` sweeps.
+        """
+        wanted: list[_Wanted] = []
+        reached, analysed = set(self.reached), self.analysed
+        for key in self.frontier:
+            function = analyzer.chosen(key)
+            if function is None:  # the walk the constants select is still to be chosen
+                wanted.append((key, analysed < max_functions))
+                if analysed == max_functions:
+                    return wanted
+                analysed += 1
+                continue
+            if function in reached:
+                continue
+            if analysed == max_functions:
+                return wanted
+            if not analyzer.swept(function):
+                wanted.append((function, True))
+            reached.add(function)
+            analysed += 1
+        return wanted
 
     def advance(self, analyzer: EffectsAnalyzer, max_functions: int) -> bool:
-        """Take the current depth (its functions are taken, ``EffectsAnalyzer._take``):
-        whether a deeper one follows.  A call passing constants is followed into the
-        walk they select, as ``_reach`` follows it (nothing is swept here)."""
+        """Take the current depth (everything ``wanted`` is known): whether a deeper one
+        follows.  A call passing constants is followed into the walk they select, as
+        ``_reach`` follows it (nothing is swept here)."""
         following: list[FunctionKey] = []
-        for function in self.frontier:
+        for key in self.frontier:
+            function = analyzer._resolved(key)
+            if function in self.reached:
+                continue
             if self.analysed == max_functions:
                 return False
+            self.reached.add(function)
             self.analysed += 1
-            callees = [analyzer._resolved(c) for c in analyzer.summary(function).callees]
-            following += [c for c in dict.fromkeys(callees) if c not in self.seen]
+            callees = analyzer.summary(function).callees
+            following += [c for c in callees if c not in self.seen]
             self.seen.update(callees)
         self.frontier = following
         return bool(following)
+
+
+def _address(key: FunctionKey) -> int:
+    return key[0] if isinstance(key, tuple) else key
 
 
 def _registers_unguarded(events: list[Event]) -> bool:

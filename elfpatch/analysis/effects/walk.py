@@ -134,6 +134,7 @@ class FunctionWalk:
     CALLER_SAVED: frozenset[str] = frozenset()
     CALL_WRITES: frozenset[str] = frozenset()  # registers the call instruction itself sets
     STOPS: frozenset[str] = frozenset()  # returns, traps: never fall through
+    BRANCH_INITIALS = ""  # the first letters of every direct branch's mnemonic
     # mnemonic -> handler(walk, address of the next instruction, operands)
     HANDLERS: ClassVar[dict[str, Callable[[Any, int, str], bool]]] = {}
 
@@ -159,6 +160,8 @@ class FunctionWalk:
         self.flags: Flags | None = None
         self.instructions: list[tuple[int, int, str, str]] = []  # a sized function's
         self.position = 0  # the index of the instruction being read
+        # (index, target) of each branch back in a sized function, found on first need.
+        self.backward: list[tuple[int, int]] | None = None
 
     @staticmethod
     def may_return_address(code: bytes) -> bool:
@@ -253,7 +256,7 @@ class FunctionWalk:
         known.
         """
         below = [state for target, state in self.pending.items() if target > address]
-        if not below or not self.instructions:
+        if not below or not self.after_jump_down(address):
             return None
         written = self.written_in_loop(self.position, address)
         if written is None:
@@ -264,6 +267,19 @@ class FunctionWalk:
         slots = tuple(key for key in written if key[:1] == "[")  # "[": every slot
         return {key: value for key, value in known.items() if key not in written
                 and not (key[:1] == "[" and key.startswith(slots))}
+
+    def after_jump_down(self, address: int) -> bool:
+        """Whether the code before ``address`` (past alignment padding) jumps further
+        down: the layout of a loop whose condition follows its body."""
+        if not self.instructions:  # a function of unknown size: swept as decoded
+            return False
+        n = self.position - 1
+        while n >= 0 and _is_padding(*self.instructions[n][2:]):
+            n -= 1
+        if n < 0:
+            return False
+        target = self.branch_target(*self.instructions[n][2:])
+        return target is not None and target > address
 
     def written_in_loop(self, position: int, address: int) -> frozenset[str] | None:
         """The registers, and the stack slots (``[rsp+16]``; ``[`` for every slot,
@@ -277,10 +293,15 @@ class FunctionWalk:
         leaves the function (an epilogue restoring registers, a tail call)
         never comes back, and what it writes does not count.
         """
+        if self.backward is None:
+            initials, branch_target = self.BRANCH_INITIALS, self.branch_target
+            self.backward = [(n, target) for n, (at, _size, mnemonic, operands)
+                             in enumerate(self.instructions) if mnemonic[0] in initials
+                             and (target := branch_target(mnemonic, operands)) is not None
+                             and target <= at]
         rest = self.instructions[position:]
-        backs = [(n, target) for n, (at, _size, mnemonic, operands) in enumerate(rest)
-                 if (target := self.branch_target(mnemonic, operands)) is not None
-                 and address <= target <= at]
+        backs = [(n - position, target) for n, target in self.backward
+                 if n >= position and target >= address]
         if not backs:
             return None
         last, grown = -1, True

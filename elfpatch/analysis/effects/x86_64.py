@@ -566,6 +566,7 @@ def _displacement(inner: str) -> int | None:
     return offset
 
 
+X86Walk.BRANCH_INITIALS = "jlbn"  # jmp, jcc, loop, bnd jmp, notrack jmp
 X86Walk.STOPS = _X86_STOPS
 X86Walk.HANDLERS = {
     "call": X86Walk.on_call, "bnd call": X86Walk.on_call, "notrack call": X86Walk.on_call,
