@@ -5,11 +5,13 @@
 Small multi-TU programs modelled on what real projects do (a factory map
 filled by registrations, a path built from another TU's string, a plugin
 list reached through a function-local static, ids from a zero-initialized
-counter, a logger whose destructor reads another TU's string) and six modelled
-on the patterns of real projects (``MODELLED``: googletest's TEST registry,
-LLVM's cl::opt, glog/abseil string flags, protobuf's generated descriptor
-pool looked up by file name, a Meyers singleton used right, a logger behind a
-function-local static used by another global's destructor) are built with
+counter, a logger whose destructor reads another TU's string, a unit table
+and a mode check whose constant argument selects a path that reads no other
+TU's global, next to a real read of one) and six modelled on the patterns of
+real projects (``MODELLED``: googletest's TEST registry, LLVM's cl::opt,
+glog/abseil string flags, protobuf's generated descriptor pool looked up by
+file name, a Meyers singleton used right, a logger behind a function-local
+static used by another global's destructor) are built with
 g++ -O2, with and without -flto, in both link orders, and each is also
 stripped (``strip --strip-unneeded``).  Each program prints ``BUG=1`` when its
 bug struck in that build, or crashes; for the destructor programs, ASan's
@@ -153,6 +155,80 @@ PROGRAMS: dict[str, Program] = {
             ),
             "x.cpp": ("int allocate_id();\nint x_id = allocate_id();\n"),
             "y.cpp": ("int allocate_id();\nint y_id = allocate_id();\n"),
+        },
+    ),
+    # A unit table: the case quota.cpp selects never reads units.cpp's string, the
+    # others do (a jump table); the program is right in any order.
+    "unitcase": Program(
+        orders=(
+            ("quota.cpp", "scale.cpp", "units.cpp", "main.cpp"),
+            ("units.cpp", "scale.cpp", "quota.cpp", "main.cpp"),
+        ),
+        sources={
+            "units.cpp": (
+                "#include <string>\n"
+                'std::string unit_suffix = std::string("k") + "B";\n'
+            ),
+            "scale.cpp": (
+                "#include <string>\n"
+                "extern std::string unit_suffix;\n"
+                "__attribute__((noipa)) long scale(int unit) {\n"
+                "    switch (unit) {\n"
+                "    case 0: return 1;\n"
+                "    case 1: return 1000;\n"
+                "    case 2: return 1000000;\n"
+                "    case 3: return (long)unit_suffix.size();\n"
+                "    case 4: return unit_suffix[0] == 'k' ? 1024 : 1;\n"
+                "    case 5: return (long)unit_suffix.capacity();\n"
+                "    default: return -1;\n"
+                "    }\n"
+                "}\n"
+            ),
+            "quota.cpp": ("long scale(int unit);\nlong quota = scale(2) * 5;\n"),
+            "main.cpp": (
+                "#include <cstdio>\n"
+                "extern long quota;\n"
+                'int main() { std::printf("BUG=%d\\n", quota == 5000000 ? 0 : 1); }\n'
+            ),
+        },
+    ),
+    # A mode chosen by compares and branches: limits.cpp's mode never reads the
+    # log prefix; banner.cpp really reads it, and sees it empty when it runs first.
+    "modebranch": Program(
+        orders=(
+            ("limits.cpp", "banner.cpp", "mode.cpp", "prefix.cpp", "main.cpp"),
+            ("prefix.cpp", "mode.cpp", "limits.cpp", "banner.cpp", "main.cpp"),
+        ),
+        sources={
+            "prefix.cpp": (
+                "#include <string>\n"
+                "static std::string build() { std::string p; for (int i = 0; i < 5; ++i)"
+                " p += char('A' + i); return p; }\n"
+                "std::string log_prefix = build();\n"
+            ),
+            "mode.cpp": (
+                "#include <string>\n"
+                "extern std::string log_prefix;\n"
+                "__attribute__((noipa)) int limit_for(int mode) {\n"
+                "    if (mode == 9) return (int)log_prefix.size();\n"
+                "    if (mode < 0) return (int)log_prefix.capacity();\n"
+                "    return 64 * mode;\n"
+                "}\n"
+            ),
+            "limits.cpp": ("int limit_for(int mode);\nint max_open = limit_for(2);\n"),
+            "banner.cpp": (
+                "#include <string>\n"
+                "extern std::string log_prefix;\n"
+                "std::size_t banner_width = log_prefix.size() + 10;\n"
+            ),
+            "main.cpp": (
+                "#include <cstddef>\n"
+                "#include <cstdio>\n"
+                "extern int max_open;\n"
+                "extern std::size_t banner_width;\n"
+                'int main() { std::printf("BUG=%d\\n", (max_open == 128 && banner_width == 15)'
+                " ? 0 : 1); }\n"
+            ),
         },
     ),
     "siofread": Program(

@@ -205,7 +205,7 @@ class CorpusAnalyzer(EffectsAnalyzer):
     def registers_written(self, callee: Any) -> frozenset[str] | None:
         return None
 
-    def returned_address(self, function: int) -> int | None:
+    def returned_address(self, function: int, constants: tuple = ()) -> int | None:
         return None
 
 

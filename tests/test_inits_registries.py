@@ -10,7 +10,7 @@ prints: "not found" where the look-up ran first.  ``inits`` reports a
 ``registration-order`` error exactly there (with ``--closure`` across
 libraries, and for one library alone), a link-order warning where the
 order is right by chance, and the same findings once every file is
-stripped.
+stripped.  Each on x86-64 and on aarch64 (qemu).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from support.inits import inits, inits_of, printed, scenario
+from support.inits import MACHINES, inits, inits_of, printed, scenario
 
 SCENARIO = "cross_library_registry"
 KEYS = {"string:circle", "type:_ZTI6Square"}
@@ -64,9 +64,10 @@ def stripped_copy(folder: Path, destination: Path) -> Path:
     return destination
 
 
+@pytest.mark.parametrize("machine", MACHINES)
 @pytest.mark.parametrize("program", ["consumer_first", "registrar_first"])
-def test_closure_error_exactly_where_the_lookup_found_nothing(program: str) -> None:
-    built = scenario(SCENARIO)
+def test_closure_error_exactly_where_the_lookup_found_nothing(program: str, machine: str) -> None:
+    built = scenario(SCENARIO, machine)
     found = registration_findings(closure_record(built.path(program), "libuser.so"))
     if lost(printed(built, program)):
         assert found == {("error", "registration-order", key, "libshapes.so") for key in KEYS}
@@ -82,9 +83,11 @@ def test_each_library_alone_has_no_registration_finding() -> None:
         assert not registration_findings(inits_of(built.path(library)))
 
 
+@pytest.mark.parametrize("machine", MACHINES)
 @pytest.mark.parametrize("program", sorted(ONE_LIBRARY))
-def test_one_library_error_exactly_where_the_lookup_found_nothing(program: str) -> None:
-    built = scenario(SCENARIO)
+def test_one_library_error_exactly_where_the_lookup_found_nothing(program: str,
+                                                                 machine: str) -> None:
+    built = scenario(SCENARIO, machine)
     found = registration_findings(inits_of(built.path(ONE_LIBRARY[program])))
     errors = {f for f in found if f[0] == "error"}
     if lost(printed(built, program)):

@@ -90,6 +90,7 @@ def test_coverage_counts_and_reasons() -> None:
         "initializers": {"followed": 3, "complete": 1},
         "destructors": {"followed": 0, "complete": 0},
         "stopped": {"call depth": 1, "indirect call": 1},
+        "constant_branches": {"decided": 0, "undecided": 0},
     }
     assert record["effects_complete"] is False
     text = run_elfpatch("inits", str(program)).stdout

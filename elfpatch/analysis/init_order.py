@@ -56,6 +56,9 @@ class Coverage:
     destructors_complete: int
     # Why the others stopped: (reason, how many initializers and destructors it stopped).
     stopped: tuple[tuple[str, int], ...] = ()
+    # Branches on constants the code passes to the functions it calls: decided (only
+    # the selected path followed) and not decided (every path kept).
+    constant_branches: tuple[int, int] = (0, 0)
 
 
 @dataclass(frozen=True)
@@ -130,6 +133,7 @@ def analyse_object_fully(elf: ElfFile, path: str, member: str | None = None,
                            and not is_merged_initializer(entry.symbol)], alongside)
     found = _shared_out(entries, lambda entry: _initializer_effects(analyzer, entry), alongside)
     entries, found = _without_runtime(entries, found)
+    found = _split_lone(analyzer, entries, found)
     analysed, named = _analysed(elf, entries, found, analyzer.index.data_label)
     exit_code = _exit_code(analyzer, analysed, alongside)
     hooks = _hook_code(elf, analyzer, analysed)
@@ -290,6 +294,18 @@ def _analysed(elf: ElfFile, entries: list[InitializerEntry],
     return analysed, named
 
 
+def _split_lone(analyzer: EffectsAnalyzer, entries: list[InitializerEntry],
+                found: list[Effects | list[Part]]) -> list[Effects | list[Part]]:
+    """A stripped object's one initializer that calls what looks like per-TU
+    initializers (``EffectsAnalyzer.parts(by_code=True)``) split into them, as its
+    name would have split it: gcc -flto's merge, whose name strip removed."""
+    if not _may_be_merged(entries) or not isinstance(found[0], Effects):
+        return found
+    assert entries[0].address is not None
+    parts = analyzer.parts(entries[0].address, by_code=True)
+    return [parts] if any(not part.inline for part in parts) else found
+
+
 def _may_be_merged(entries: list[InitializerEntry]) -> bool:
     """A stripped object's one initializer may be gcc -flto's merge of every TU's
     (``_sub_I_65535_0.0``, known by name only): its code is then read as code of
@@ -384,9 +400,11 @@ def _coverage(analysed: list[AnalysedInitializer], exit_code: dict[int, Effects]
     destructors = list(exit_code.values())
     stopped = Counter(reason for effects in (*followed, *destructors)
                       for reason in effects.stopped)
+    every = (*followed, *destructors)
     return Coverage(len(followed), sum(e.complete for e in followed),
                     len(destructors), sum(e.complete for e in destructors),
-                    tuple(sorted(stopped.items(), key=lambda pair: (-pair[1], pair[0]))))
+                    tuple(sorted(stopped.items(), key=lambda pair: (-pair[1], pair[0]))),
+                    (sum(e.branches[0] for e in every), sum(e.branches[1] for e in every)))
 
 
 def exported_definitions(elf: ElfFile) -> frozenset[str]:

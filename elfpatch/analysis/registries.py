@@ -31,11 +31,25 @@ type) is no key.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from bisect import bisect_left
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from elfpatch.analysis.effects import Effects, EffectsAnalyzer
-from elfpatch.analysis.effects.summary import KeyedCall, effects_keys, object_keys, rekeyed
+from elfpatch.analysis.effects.summary import (
+    ADDRESS,
+    ANCHOR,
+    BARE,
+    MEMBER_REACH,
+    PASS,
+    READ,
+    UNKNOWN_PASS,
+    WRITE,
+    KeyedCall,
+    effects_keys,
+    object_keys,
+    rekeyed,
+)
 from elfpatch.analysis.risks import (
     SEVERITY_ERROR,
     SEVERITY_WARNING,
@@ -47,6 +61,13 @@ from elfpatch.analysis.risks import (
 from elfpatch.cxx.demangle import demangle
 
 KIND_REGISTRATION_ORDER = RiskKind.REGISTRATION_ORDER
+MARKS = BARE + ANCHOR
+# How far a registry function is followed for its role: its insertion or look-up
+# and the container code they call (an initializer is followed further).
+ROLE_DEPTH = 3
+ROLE_FUNCTIONS = 32
+# How many functions of one object are read for their role at most (``_likeliest``).
+MAX_ROLE_FUNCTIONS = 64
 KIND_REGISTRATION_LINK_ORDER = RiskKind.LINK_ORDER
 
 
@@ -92,12 +113,29 @@ def role_of(definer: str, effects: Effects, label: Callable[[str], str]) -> Func
 
 
 def roles_in_object(analyzer: EffectsAnalyzer, definer: str,
-                    functions: Iterable[int]) -> dict[int, FunctionRole]:
-    """The roles of some functions of one object (by address).  In a file without
-    symbols their globals are bare addresses, placed in objects from what all
-    of them touch (``summary.object_keys``), so that a registration's entry and
-    a look-up's read of one registry have one key."""
-    found = {address: analyzer.effects(address) for address in dict.fromkeys(functions)}
+                    functions: Mapping[int, Collection[str]]) -> dict[int, FunctionRole]:
+    """The roles of some functions of one object (address -> the keys passed to it).
+
+    Only a function whose own code touches a global that another function
+    called with one of its keys touches too is followed for its role (a
+    registration and a look-up of one registry do; a function that reports
+    an error with a message does not), which keeps the cost to the pairs
+    that can be.  In a file without symbols the globals are bare addresses,
+    placed in objects from what all of them touch (``summary.object_keys``),
+    so that a registration's entry and a look-up's read of one registry have
+    one key.
+    """
+    functions = _likeliest(functions)
+    touched = {address: _touched_here(analyzer, address) for address in functions}
+    callers: dict[str, list[int]] = {}
+    for address, keys in functions.items():
+        for key in keys:
+            callers.setdefault(key, []).append(address)
+    kept = [address for address, keys in functions.items()
+            if any(_near(touched[address], touched[other])
+                   for key in keys for other in callers[key] if other != address)]
+    found = {address: analyzer.effects(address, max_depth=ROLE_DEPTH,
+                                       max_functions=ROLE_FUNCTIONS) for address in kept}
     every = list(found.values())
     groups = [*(group for effects in every for group in effects.groups),
               *((key,) for effects in every for key in effects_keys(effects))]
@@ -106,6 +144,48 @@ def roles_in_object(analyzer: EffectsAnalyzer, definer: str,
     keys = object_keys(groups, written, destroyed)
     return {address: role_of(definer, rekeyed(effects, keys), analyzer.index.data_label)
             for address, effects in found.items()}
+
+
+def _likeliest(functions: Mapping[int, Collection[str]]) -> Mapping[int, Collection[str]]:
+    """At most ``MAX_ROLE_FUNCTIONS`` of them, those whose keys the fewest functions
+    share first: a registry's key goes to its registration and its look-up, a
+    word of a message to many functions."""
+    if len(functions) <= MAX_ROLE_FUNCTIONS:
+        return functions
+    sharing: dict[str, int] = {}
+    for keys in functions.values():
+        for key in keys:
+            sharing[key] = sharing.get(key, 0) + 1
+    ranked = sorted(functions, key=lambda a: (min(sharing[k] for k in functions[a]), a))
+    return {address: functions[address] for address in ranked[:MAX_ROLE_FUNCTIONS]}
+
+
+_TOUCHING = frozenset({READ, WRITE, PASS, UNKNOWN_PASS, ADDRESS})
+
+
+def _touched_here(analyzer: EffectsAnalyzer, address: int) -> set[int | str]:
+    """The globals the function's own code touches: names, or addresses where the
+    file keys them by address (members of one object lie close together)."""
+    found: set[int | str] = set()
+    for kind, subject, _callee, _position in analyzer.summary(address).events:
+        if kind in _TOUCHING and type(subject) is str:
+            found.add(int(subject.lstrip(MARKS), 16) if subject.lstrip(MARKS)[:2] == "0x"
+                      else subject)
+    return found
+
+
+def _near(mine: set[int | str], theirs: set[int | str]) -> bool:
+    """Whether two functions touch one global: the same name, or addresses within
+    ``MEMBER_REACH`` of each other."""
+    if mine & theirs:
+        return True
+    ours = sorted(a for a in theirs if isinstance(a, int))
+    return any(isinstance(a, int) and _within(ours, a) for a in mine)
+
+
+def _within(addresses: list[int], address: int) -> bool:
+    k = bisect_left(addresses, address - MEMBER_REACH + 1)
+    return k < len(addresses) and addresses[k] < address + MEMBER_REACH
 
 
 def keyed_uses(object_label: str, object_position: int,
@@ -117,11 +197,40 @@ def keyed_uses(object_label: str, object_position: int,
 
 
 def contested(uses: Sequence[KeyedUse]) -> list[KeyedUse]:
-    """The uses worth knowing the role of: a key passed to two different functions."""
-    functions: dict[str, set[tuple[str, str]]] = {}
+    """The uses worth knowing the role of: a key passed to two different functions from
+    two different translation units (or objects).  A key only one TU passes (its
+    ``__FILE__``, its messages) orders nothing against another TU."""
+    by_key: dict[str, list[KeyedUse]] = {}
     for use in uses:
-        functions.setdefault(use.call.key, set()).add((use.object, use.call.function))
-    return [use for use in uses if len({f for _, f in functions[use.call.key]}) > 1]
+        if could_be_key(use.call.key):
+            by_key.setdefault(use.call.key, []).append(use)
+    wanted: list[KeyedUse] = []
+    for group in by_key.values():
+        units: dict[str, set[tuple[str, str, int]]] = {}
+        for use in group:
+            units.setdefault(use.call.function, set()).add(_unit(use))
+        if len(units) < 2:
+            continue
+        paired = {function for function, mine in units.items()
+                  if any(theirs - mine or (len(mine) > 1 and theirs)
+                         for other, theirs in units.items() if other != function)}
+        wanted += [use for use in group if use.call.function in paired]
+    return wanted
+
+
+def _unit(use: KeyedUse) -> tuple[str, str, int]:
+    """The translation unit a use is made from; in code of several TUs inlined into one
+    (-flto), each call may be another TU's."""
+    return use.object, use.item.unit, use.call_position if use.item.inline else 0
+
+
+def could_be_key(key: str) -> bool:
+    """Whether a constant can name a registry entry: a type, or a string that is not a
+    message (it has no white space), punctuation, nor a source file's absolute path
+    (``__FILE__``, passed by every check that can fail)."""
+    kind, _, text = key.partition(":")
+    return kind != "string" or not (text.startswith("/") or any(c.isspace() for c in text)
+                                    or not any(c.isalnum() for c in text))
 
 
 # (calling object, function) -> the function's role, None when its code is not at hand.
@@ -135,14 +244,17 @@ def registration_risks(uses: Sequence[KeyedUse], roles: Roles,
                        depends: Depends) -> dict[str, list[Risk]]:
     """Look-ups against the registrations of their key: object label -> its risks."""
     risks: dict[str, list[Risk]] = {}
-    registrations = [(u, r) for u in uses
-                     if (r := roles.get((u.object, u.call.function))) and r.registers]
+    registrations: dict[tuple[str, str], list[tuple[KeyedUse, FunctionRole]]] = {}
+    for use in uses:
+        role = roles.get((use.object, use.call.function))
+        if role is not None and role.registers:
+            registrations.setdefault((use.call.key, role.definer), []).append((use, role))
     for use in uses:
         role = roles.get((use.object, use.call.function))
         if role is None or not role.looks_up:
             continue
-        matching = [(u, r) for u, r in registrations if u.call.key == use.call.key
-                    and r.definer == role.definer and r.updates & role.reads]
+        matching = [(u, r) for u, r in registrations.get((use.call.key, role.definer), ())
+                    if r.updates & role.reads]
         if not matching:
             continue
         risk = _lookup_risk(use, role, matching, depends)

@@ -293,11 +293,14 @@ def _order_risk(reader: AnalysedInitializer, constructor: AnalysedInitializer, s
 def _inline_risk(item: AnalysedInitializer, symbol: str, objects: Objects) -> Risk:
     """Code of several TUs inlined into one merged initializer reads a global before
     the same function constructs it: the order link-time optimisation chose."""
+    # A stripped object's one initializer may be one TU's as well as a merge.
+    order = "the order link-time optimisation merged the initializers" \
+        if item.part is not None or item.entry.symbol else \
+        "declaration order within one TU, or the order link-time optimisation merged the TUs"
     return Risk(SEVERITY_ERROR, KIND_INIT_ORDER, item.label, objects.label(symbol), item.label,
                 f"{item.unit} reads {objects.shown(symbol)} before the code inlined after it "
-                "constructs it (static initialization order fiasco, in the order link-time "
-                "optimisation merged the initializers); make it constinit/constexpr or a "
-                "function-local static", reader_part=item.position,
+                f"constructs it (static initialization order fiasco, in {order}); make it "
+                "constinit/constexpr or a function-local static", reader_part=item.position,
                 constructed_by_part=item.position, object_address=objects.address(symbol),
                 reader_address=item.address, constructed_by_address=item.address)
 

@@ -50,6 +50,8 @@ def _coverage(coverage: Coverage) -> dict[str, Any]:
         "destructors": {"followed": coverage.destructors,
                         "complete": coverage.destructors_complete},
         "stopped": dict(coverage.stopped),
+        "constant_branches": {"decided": coverage.constant_branches[0],
+                              "undecided": coverage.constant_branches[1]},
     }
 
 

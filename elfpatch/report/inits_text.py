@@ -200,6 +200,11 @@ def _coverage_line(coverage: Coverage, style: Styler) -> str:
     if coverage.stopped:
         reasons = ", ".join(f"{reason} ({count})" for reason, count in coverage.stopped)
         text += f"; stopped at: {reasons}; risks may be missing"
+    decided, undecided = coverage.constant_branches
+    if decided or undecided:
+        # A constant argument selects a callee's path: say how often that was decided.
+        text += (f"; branches on constant arguments: {decided} decided (the selected path "
+                 f"alone followed), {undecided} not (every path kept)")
     # Followed to the end is not everything: what the code reaches through a pointer
     # it loads from data (a table of callbacks, an object's fields) is not attributed.
     text += "; not tracked: globals reached through pointers kept in data"

@@ -8,7 +8,7 @@ that defines it, in symbol lookup order, opens it and reads the function.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
 from elfpatch.analysis.effects import EffectsAnalyzer
@@ -20,7 +20,7 @@ from elfpatch.analysis.registries import (
     roles_in_object,
 )
 from elfpatch.elf.file import ElfFile
-from elfpatch.elf.symbols import read_dynsym
+from elfpatch.elf.symbols import SymbolTable, read_dynsym
 from elfpatch.errors import ElfpatchError
 from elfpatch.loader.closure import Closure, LoadedObject, dependency_closure
 from elfpatch.loader.host import HostProfile
@@ -39,6 +39,7 @@ def roles(uses: Sequence[KeyedUse], lookup_order: Sequence[str]) -> Roles:
     names = {u.call.function for u in wanted if u.call.address is None}
     definitions = _definitions(names, lookup_order)
     where: dict[str, dict[int, list[tuple[str, str]]]] = {}
+    keys: dict[str, dict[int, set[str]]] = {}
     found: dict[tuple[str, str], FunctionRole | None] = {}
     for use in wanted:
         key = (use.object, use.call.function)
@@ -49,8 +50,9 @@ def roles(uses: Sequence[KeyedUse], lookup_order: Sequence[str]) -> Roles:
         found[key] = None
         if definer is not None:
             where.setdefault(definer[0], {}).setdefault(definer[1], []).append(key)
+            keys.setdefault(definer[0], {}).setdefault(definer[1], set()).add(use.call.key)
     for path, functions in where.items():
-        for address, role in _read_roles(path, functions).items():
+        for address, role in _read_roles(path, keys[path]).items():
             for key in functions[address]:
                 found[key] = role
     return found
@@ -60,23 +62,43 @@ def _definitions(names: set[str], lookup_order: Sequence[str]) -> dict[str, tupl
     """function name -> (path, address) of its first exported definition in lookup order."""
     definitions: dict[str, tuple[str, int]] = {}
     for path in lookup_order:
-        if not names - definitions.keys():
+        left = names - definitions.keys()
+        if not left:
             break
         try:
             with ElfFile.open(path) as elf:
                 table = read_dynsym(elf)
-                if table is None:
-                    continue
-                for index in table.exported_indices():
-                    name = table.name(index)
-                    if name in names and name not in definitions:
-                        definitions[name] = (path, table.values[index])
+                if table is not None:
+                    for name, value in _exported(table, left).items():
+                        definitions[name] = (path, value)
         except ElfpatchError:
             continue
     return definitions
 
 
-def _read_roles(path: str, functions: Iterable[int]) -> dict[int, FunctionRole]:
+def _exported(table: SymbolTable, names: set[str]) -> dict[str, int]:
+    """name -> value of those of ``names`` the table exports.  The string table is
+    searched for the names first (a big library exports tens of thousands)."""
+    strings = bytes(table.elf.view[table.strtab_offset : table.strtab_offset + table.strtab_size])
+    offsets: dict[int, str] = {}
+    for name in names:
+        wanted = name.encode() + b"\0"
+        at = strings.find(wanted)
+        while at >= 0:
+            offsets[at] = name
+            at = strings.find(wanted, at + 1)
+    if not offsets:
+        return {}
+    found: dict[str, int] = {}
+    exported = set(table.exported_indices())
+    for index, offset in enumerate(table.name_offsets):
+        wanted_name = offsets.get(offset)
+        if wanted_name is not None and index in exported and wanted_name not in found:
+            found[wanted_name] = table.values[index]
+    return found
+
+
+def _read_roles(path: str, functions: Mapping[int, Collection[str]]) -> dict[int, FunctionRole]:
     try:
         with ElfFile.open(path) as elf:
             return roles_in_object(EffectsAnalyzer(elf), path, functions)

@@ -41,6 +41,7 @@ _A64_NO_DESTINATION = frozenset({"cmp", "cmn", "tst", "ccmp", "ccmn", "fcmp", "f
 _A64_READ_WRITE = ("ldadd", "ldclr", "ldeor", "ldset", "ldsmax", "ldsmin", "ldumax",
                    "ldumin", "swp", "cas")
 _A64_TRANSFER = ("ld", "st", "sw", "ca")
+_A64_ARGUMENT_NUMBERS = frozenset("01234567")  # x0-x7, w0-w7 (after the x or w)
 
 
 def _a64_register(name: str) -> str | None:
@@ -74,6 +75,37 @@ class Arm64Walk(FunctionWalk):
         return None
 
     @staticmethod
+    def may_return_address(code: bytes) -> bool:
+        """An ``adrp``: how an accessor starts building its object's address."""
+        words = memoryview(code)[: len(code) // 4 * 4].cast("I")
+        return any(word & 0x9F000000 == 0x90000000 for word in words)
+
+    @staticmethod
+    def branch_target(mnemonic: str, operands: str) -> int | None:
+        if mnemonic in _A64_CONDITIONAL or mnemonic == "b":
+            return immediate(operands.rpartition("#")[2])
+        return None
+
+    @staticmethod
+    def stack_writes(mnemonic: str, operands: str) -> tuple[str, ...] | None:
+        destination = operands.partition(", ")[0]
+        if destination in ("sp", "wsp"):
+            return None
+        if destination in ("x29", "fp"):
+            return ("[x29",)
+        match = _A64_MEMORY.search(operands) if mnemonic.startswith(_A64_TRANSFER) else None
+        if match is None or match.group(1) not in _A64_FRAME_REGISTERS:
+            return ()
+        base = "sp" if match.group(1) == "sp" else "x29"
+        offset = immediate((match.group(2) or "0").lstrip("#"))
+        if match.group(3) or match.group(4) or offset is None:  # writeback, or an index
+            return None
+        if not mnemonic.startswith("st"):
+            return ()
+        stored = operands[: match.start()].rstrip(", ").split(", ")
+        return tuple(f"[{base}{offset + 8 * n:+d}]" for n in range(len(stored)))
+
+    @staticmethod
     def registers_set(mnemonic: str, operands: str) -> tuple[str, ...] | None:
         if mnemonic in _A64_WRITES_NOTHING:
             return ()
@@ -98,9 +130,19 @@ class Arm64Walk(FunctionWalk):
                 self.returns()
             return False
         if mnemonic in _A64_CONDITIONAL:
+            if mnemonic[0] != "b":  # cbz w0, …: a compare of w0 with 0
+                self.tests(operands.partition(", ")[0])
             target = immediate(operands.rpartition("#")[2])
             if target is not None:
-                self.branch(target)
+                return self.conditional(self.condition_of(mnemonic, operands),
+                                        address + size, target)
+        elif mnemonic == "cmp":
+            register, _, other = operands.partition(", ")
+            if self.paths is not None:
+                self.compare(address + size, _a64_register(register),
+                             immediate(other.lstrip("#")), 32 if register[:1] == "w" else 64)
+            else:
+                self.tests(register)
         elif "[" in operands and mnemonic.startswith(_A64_TRANSFER):
             self.transfer(mnemonic, operands)
         elif mnemonic not in _A64_NO_DESTINATION:
@@ -109,6 +151,28 @@ class Arm64Walk(FunctionWalk):
             if self.state:
                 self.set(_a64_register(destination), None)
         return True
+
+    def tests(self, register: str) -> None:
+        """The function compares ``register``: an argument's, if it is x0-x7."""
+        if register[:1] in "xw" and register[1:] in _A64_ARGUMENT_NUMBERS:
+            self.summary.tests_arguments |= 1 << int(register[1:])
+
+    def condition_of(self, mnemonic: str, operands: str) -> str | None:
+        """``b.eq`` -> ``eq``; ``cbz w0`` tests w0 against 0 (``eq``), ``cbnz`` (``ne``);
+        None for what is not decided (tbz, tbnz, or a walk that keeps every path)."""
+        if self.paths is None:
+            return None
+        if mnemonic.startswith("b."):
+            return mnemonic[2:]
+        if mnemonic not in ("cbz", "cbnz"):
+            return None
+        register = operands.partition(", ")[0]
+        value = self.state.get(_a64_register(register) or "")
+        if value is None or value.constant is None:
+            return None
+        self.flags = (self.paths.current, value.constant, 0, 32 if register[:1] == "w" else 64,
+                      False)
+        return "eq" if mnemonic == "cbz" else "ne"
 
     # -- control flow -----------------------------------------------------------
     def on_bl(self, following: int, operands: str) -> bool:
@@ -165,9 +229,16 @@ class Arm64Walk(FunctionWalk):
     def on_mov(self, following: int, operands: str) -> bool:
         destination, _, source = operands.partition(", ")
         self.moves_frame(destination)
-        if self.state:
-            value = self.state.get(_a64_register(source) or "") if source[:1] == "x" else None
-            self.set(_a64_register(destination), value)
+        if source[:1] == "#" or source in ("wzr", "xzr"):  # a number a call may pass
+            self.number(_a64_register(destination),
+                        immediate(source.lstrip("#")) if source[:1] == "#" else 0)
+        elif self.state:
+            value = self.state.get(_a64_register(source) or "")
+            if value is not None and value.constant is not None:
+                self.number(_a64_register(destination), value.constant & 0xFFFF_FFFF
+                            if source[:1] == "w" else value.constant)
+            else:  # a 32-bit copy of an address is no address
+                self.set(_a64_register(destination), value if source[:1] == "x" else None)
         return True
 
     def moves_frame(self, destination: str) -> None:
@@ -185,6 +256,8 @@ class Arm64Walk(FunctionWalk):
             return
         base_register = _a64_register(match.group(1))
         base = self.state.get(base_register or "")
+        if base is not None and base.constant is not None:  # a number is no object's address
+            base = None
         registers = [_a64_register(r) for r in operands[: match.start()].rstrip(", ").split(", ")]
         if base is None and match.group(1) in _A64_FRAME_REGISTERS:
             self.stack_transfer(mnemonic, operands, match, registers)
@@ -214,6 +287,10 @@ class Arm64Walk(FunctionWalk):
         self.access(base, offset or 0, read=loads, write=mnemonic.startswith("st") or read_write)
         if mnemonic in ("str", "stur") and registers and operands.startswith("x"):
             self.stamp(base, offset or 0, self.state.get(registers[0] or ""))
+        if mnemonic in ("str", "stur", "stp") and operands.startswith("x"):
+            for position, register in enumerate(registers):  # stp: at +0 and +8
+                self.stores_address(base, (offset or 0) + 8 * position,
+                                    self.state.get(register or ""))
         if loads:
             self.kill(registers)
 
@@ -244,6 +321,8 @@ class Arm64Walk(FunctionWalk):
             self.set(register, None)
 
 
+Arm64Walk.BRANCH_INITIALS = "bct"  # b, b.cc, cbz, cbnz, tbz, tbnz
+Arm64Walk.STOPS = _A64_STOPS
 Arm64Walk.HANDLERS = {
     "bl": Arm64Walk.on_bl, "blr": Arm64Walk.on_blr, "b": Arm64Walk.on_b,
     "br": Arm64Walk.on_br, "adrp": Arm64Walk.on_adrp, "adr": Arm64Walk.on_adr,

@@ -170,6 +170,7 @@ class AddressIndex:
         self.machine = elf.header.machine
         self._relocations = C.RELOCATIONS.get(self.machine)
         self._stubs: dict[int, GotEntry | None] = {}
+        self._constant_keys: dict[int, str | None] = {}
 
     def prepare(self) -> None:
         """Build the indexes now, so that a corrupt table raises here."""
@@ -252,7 +253,12 @@ class AddressIndex:
         """What a pointer to constant data is as a registry key: ``type:<symbol>`` for a
         type_info (by its name, with .symtab or exported), ``string:<text>`` for a
         string literal in read-only data (compared by text: each object has its
-        own copy), else None."""
+        own copy), else None (cached: code passes the same constants often)."""
+        if address not in self._constant_keys:
+            self._constant_keys[address] = self._constant_key(address)
+        return self._constant_keys[address]
+
+    def _constant_key(self, address: int) -> str | None:
         named = self._data.named_at(address) if self._data is not None else None
         if named and named.startswith("_ZTI"):
             return f"type:{named}"
@@ -264,10 +270,15 @@ class AddressIndex:
     def read_only_data(self, address: int) -> bool:
         """Whether ``address`` is in data no code writes once loaded (.rodata, or what
         RELRO seals: vtables), not in code."""
-        for seg in self.elf.segments:
-            if seg.type == C.PT_LOAD and seg.vaddr <= address < seg.vaddr + seg.memsz:
-                return not seg.flags & PF_X and not self._writable(address)
+        for low, high, flags in self._loads:
+            if low <= address < high:
+                return not flags & PF_X and not self._writable(address)
         return False
+
+    @cached_property
+    def _loads(self) -> list[tuple[int, int, int]]:
+        return [(s.vaddr, s.vaddr + s.memsz, s.flags) for s in self.elf.segments
+                if s.type == C.PT_LOAD]
 
     def _constant_text(self, address: int) -> str | None:
         """The printable, NUL-terminated text at ``address`` in a read-only segment."""

@@ -21,7 +21,9 @@ from typing import TYPE_CHECKING
 
 from elfpatch.analysis.effects.addresses import AddressIndex
 from elfpatch.analysis.effects.summary import (
+    ATEXIT,
     CALL,
+    GUARD,
     HOOK,
     PASS,
     PASS_FOREIGN,
@@ -38,8 +40,10 @@ from elfpatch.analysis.effects.summary import (
     USE_WRITE,
     WRITE,
     Collector,
+    Constants,
     Effects,
     Event,
+    FunctionKey,
     FunctionSummary,
     Part,
     effects_keys,
@@ -71,10 +75,11 @@ MAX_WRITES_DEPTH = 3
 MAX_PARAMETER_DEPTH = 4
 MAX_PARAMETER_SWEEPS = 24
 # Accessors that return a global's address (``T& get() { static T t; return t; }``)
-# are small: larger functions are not read for what they return, nor more than
-# this many calls deep.
-MAX_ACCESSOR_BYTES = 512
-MAX_RETURN_DEPTH = 2
+# are small: larger functions are not read for what they return.
+MAX_ACCESSOR_BYTES = 192
+# A function passed constants is walked again knowing them (its other paths left
+# out) up to this size.
+MAX_SPECIALISED_BYTES = 1 << 16
 
 # The per-TU initializers gcc calls from a merged one: _GLOBAL__sub_I_x (-O0)
 # or __static_initialization_and_destruction_0 and its clones (-O1 and up).
@@ -109,12 +114,15 @@ class EffectsAnalyzer:
         supported = elf.header.elf_class == 64 and elf.header.little_endian
         self._walk = _walks().get(machine) if supported else None
         self._summaries: dict[int, FunctionSummary] = {}
+        # Functions walked knowing constant arguments; None where they decide nothing.
+        self._specialised: dict[tuple[int, Constants], FunctionSummary | None] = {}
         self._uses: dict[tuple[int, int], int | None] = {}
         self._parameter_sweeps: dict[int, list[Event] | None] = {}
         self._sweep_budget = MAX_PARAMETER_SWEEPS
         self._targets: dict[int, Target] = {}
         self._written: dict[int, frozenset[str] | None] = {}
-        self._returning: set[int] = set()  # functions whose result is being worked out
+        # (function, constants passed) -> the global it returns
+        self._returns: dict[tuple[int, Constants], int | None] = {}
         self._decode_errors = _decode_errors()
         # ET_EXEC: code may hold data addresses as immediates (mov esi, OFFSET obj).
         self.fixed_addresses = elf.header.type == ET_EXEC
@@ -179,12 +187,15 @@ class EffectsAnalyzer:
                 if key.startswith("0x")}
         return rekeyed(effects, keys)
 
-    def parts(self, address: int, *, max_depth: int = 4, max_functions: int = 64) -> list[Part]:
+    def parts(self, address: int, *, max_depth: int = 4, max_functions: int = 64,
+              by_code: bool = False) -> list[Part]:
         """A merged initializer split into the initializers it runs, in call order.
 
         Each call to a per-TU initializer is a part; the merged function's own
         code between those calls (TUs whose initializers were inlined) is a
-        part too, in which program order is all there is to go by.
+        part too, in which program order is all there is to go by.  Per-TU
+        initializers are known by name, or, ``by_code`` (a file without
+        symbols), by what they do (``_builds_like_a_unit``).
         """
         if self._walk is None:
             return [Part(address, None, UNKNOWN_EFFECTS, True)]
@@ -194,7 +205,7 @@ class EffectsAnalyzer:
         stretch: list[Event] = []
         for event in merged.events:
             name = self._unit_initializer(event)
-            if name is None:
+            if name is None and not (by_code and self._builds_like_a_unit(event)):
                 stretch.append(event)
                 continue
             self._add_stretch(parts, stretch, merged, max_depth, max_functions)
@@ -211,28 +222,47 @@ class EffectsAnalyzer:
         name = found[0] if found else None
         return name if name and _UNIT_INITIALIZER.search(name) else None
 
+    def _builds_like_a_unit(self, event: Event) -> bool:
+        """A call, passing no constants, to a function of this object whose code (or
+        that of a function it calls) registers an exit-time destructor outside a
+        function-local static's guard: what gcc's per-TU initializers
+        (``__static_initialization_and_destruction_0``, its clones, and at -O0 the
+        ``_GLOBAL__sub_I_`` that calls it) do, and a helper computing a value does not."""
+        if event[0] != CALL or event[2] is not None:
+            return False
+        own = self.summary(event[1]).events
+        return _registers_unguarded(own) or any(
+            _registers_unguarded(self.summary(e[1]).events) for e in own if e[0] == CALL)
+
     def _add_stretch(self, parts: list[Part], events: list[Event], merged: FunctionSummary,
                      max_depth: int, max_functions: int) -> None:
         """The merged function's own code between two calls, as a part (when it does any)."""
         if not any(event[0] in _SUBSTANTIAL for event in events):
             return
-        roots = [event[1] for event in events if event[0] == CALL]
+        roots: list[FunctionKey] = [event[1] if event[2] is None else (event[1], event[2])
+                                    for event in events if event[0] == CALL]
         reached, stopped = self._reach(roots, max_depth - 1, max_functions - 1)
         stopped.update(merged.stopped)
         collector = Collector(reached, self.parameter_use)
         collector.events(events)
         parts.append(Part(None, None, collector.effects(not stopped, stopped), True))
 
-    def _reach(self, roots: list[int], max_depth: int,
-               max_functions: int) -> tuple[dict[int, FunctionSummary], dict[str, None]]:
+    def _reach(self, roots: list[FunctionKey], max_depth: int, max_functions: int,
+               ) -> tuple[dict[FunctionKey, FunctionSummary], dict[str, None]]:
         """The functions followed from ``roots`` (breadth first, within the budget), and
         why the code could not be followed to its end."""
-        reached: dict[int, FunctionSummary] = {}
+        reached: dict[FunctionKey, FunctionSummary] = {}
         stopped: dict[str, None] = {}
-        seen, frontier, analysed = set(roots), list(dict.fromkeys(roots)), 0
-        for _depth in range(max_depth + 1):
-            following: list[int] = []
-            for function in frontier:
+        # A call passing constants is resolved (``specialised``) only when its turn
+        # comes within the budget: resolving costs a walk.
+        frontier: list[FunctionKey] = list(dict.fromkeys(roots))
+        seen, analysed = set(frontier), 0
+        for depth in range(max_depth + 1):
+            following: list[FunctionKey] = []
+            for key in frontier:
+                function = self._resolved(key)
+                if function in reached:
+                    continue
                 if analysed == max_functions:
                     stopped[STOP_FUNCTION_BUDGET] = None
                     return reached, stopped
@@ -242,6 +272,11 @@ class EffectsAnalyzer:
                 following += [c for c in summary.callees if c not in seen]
                 seen.update(summary.callees)
             frontier = following
+            if depth == max_depth:
+                # Left out: callees whose code no walk read (by address; a call passing
+                # constants to a function read is that function).
+                read = {_address(k) for k in reached}
+                frontier = [k for k in frontier if _address(k) not in read]
             if not frontier:
                 break
         else:
@@ -259,53 +294,97 @@ class EffectsAnalyzer:
         Splitting the functions rather than the roots sweeps each function once:
         a big library's initializers share most of their callees (nvjitlink: 723
         initializers, 1,834 functions; two halves of its initializers swept
-        2,289 between them).
+        2,289 between them).  A call passing constants is followed into the walk
+        they select (``specialised``), chosen, like ``_reach`` chooses it, when
+        its turn comes: those walks are swept ahead and shared out too.
         """
         if self._walk is None:
             return
         self.index.prepare()
         walks = [_RootWalk(root) for root in dict.fromkeys(roots)]
         for _depth in range(max_depth + 1):
-            wanted = dict.fromkeys(function for walk in walks
-                                   for function in walk.next_functions(max_functions)
-                                   if function not in self._summaries)
-            self._sweep_shared(list(wanted), alongside)
-            walks = [walk for walk in walks if walk.advance(self._summaries, max_functions)]
+            done: set[_Wanted] = set()
+            while True:  # again when a chosen walk turns out to be one followed already
+                wanted = dict.fromkeys(item for walk in walks
+                                       for item in walk.wanted(self, max_functions))
+                if not wanted or done.issuperset(wanted):
+                    break
+                done.update(wanted)
+                self._sweep_shared(list(wanted), alongside)
+            walks = [walk for walk in walks if walk.advance(self, max_functions)]
             if not walks:
                 break
 
-    def _sweep_shared(self, functions: list[int], alongside: Alongside) -> None:
-        """The summaries of ``functions``, two halves of about equal code at once."""
+    def chosen(self, key: FunctionKey) -> FunctionKey | None:
+        """What ``_resolved`` gives for ``key``, if that is known without a walk."""
+        if not isinstance(key, tuple):
+            return key
+        if key not in self._specialised:
+            return None
+        return key if self._specialised[key] is not None else key[0]
+
+    def swept(self, key: FunctionKey) -> bool:
+        """Whether the summary of a function to follow (``chosen``) is known."""
+        return isinstance(key, tuple) or key in self._summaries
+
+    def _sweep_one(self, item: _Wanted) -> None:
+        key, take = item
+        function = self._resolved(key)
+        if take:
+            self.summary(function)
+
+    def _sweep_shared(self, functions: list[_Wanted], alongside: Alongside) -> None:
+        """Each of ``functions`` chosen and swept, two halves of about equal code at once."""
         if len(functions) < _SHARED_SWEEP_MINIMUM:
             for function in functions:
-                self.summary(function)
+                self._sweep_one(function)
             return
-        halves: tuple[list[int], list[int]] = ([], [])
+        halves: tuple[list[_Wanted], list[_Wanted]] = ([], [])
         loads = [0, 0]
         for function in sorted(functions, key=self._sweep_cost, reverse=True):
             lighter = 0 if loads[0] <= loads[1] else 1
             halves[lighter].append(function)
             loads[lighter] += self._sweep_cost(function)
 
-        def sweep(half: list[int]) -> Callable[[], _Swept]:
+        def sweep(half: list[_Wanted]) -> Callable[[], _Swept]:
             def run() -> _Swept:
-                summaries = {function: self.summary(function) for function in half}
-                return summaries, self._written
+                known, special = set(self._summaries), set(self._specialised)
+                for function in half:
+                    self._sweep_one(function)
+                # Everything swept here, the plain walks that choosing the walk of a
+                # call passing constants needed too: the other process need not sweep
+                # them again.
+                return ({a: s for a, s in self._summaries.items() if a not in known},
+                        {k: s for k, s in self._specialised.items() if k not in special},
+                        self._written, self._returns)
             return run
 
-        _mine, (summaries, written) = alongside(sweep(halves[0]), sweep(halves[1]))
-        self._summaries.update(summaries)
+        _mine, (summaries, specialised, written, returns) = alongside(sweep(halves[0]),
+                                                                      sweep(halves[1]))
+        for address, summary in summaries.items():
+            self._summaries.setdefault(address, summary)
+        for key, special in specialised.items():
+            self._specialised.setdefault(key, special)
         for address, registers in written.items():
             self._written.setdefault(address, registers)
+        for asked, returned in returns.items():
+            self._returns.setdefault(asked, returned)
 
-    def _sweep_cost(self, function: int) -> int:
-        found = self.index.function_at(function)
+    def _sweep_cost(self, item: _Wanted) -> int:
+        found = self.index.function_at(_address(item[0]))
         return min(found[1], MAX_FUNCTION_BYTES) if found and found[1] else MAX_UNSIZED_BYTES
 
     @property
     def functions_followed(self) -> tuple[int, ...]:
         """Entry addresses of the functions whose machine code has been read so far."""
         return tuple(self._summaries)
+
+    @property
+    def specialised_followed(self) -> tuple[tuple[int, Constants], ...]:
+        """The (function, constants) of the calls passing constants whose walk has been
+        chosen so far (``specialised``): walked knowing them, or found to select no
+        path of their own."""
+        return tuple(self._specialised)
 
     # -- pointer parameters -----------------------------------------------------------
     def parameter_use(self, function: int, position: int) -> int:
@@ -376,21 +455,27 @@ class EffectsAnalyzer:
             self._targets[address] = known
         return known
 
-    def returned_address(self, function: int) -> int | None:
+    def returned_address(self, function: int, constants: Constants = ()) -> int | None:
         """The global whose address the function at ``function`` always returns (an
-        accessor of a function-local static), or None.  Only small functions are
-        read for it, and only so many calls deep: accessors are small, and a
-        function's summary must not wait on a long chain of others."""
-        if function in self._returning or len(self._returning) >= MAX_RETURN_DEPTH:
-            return None
+        accessor of a function-local static), or None (cached).  Only small
+        functions whose code loads a global's address into the result register
+        are read for it: accessors are small, and most functions are not read
+        (nor their callees) for what they return.  A call passing ``constants``
+        returns what the walk they select returns (``specialised``): ``get(1)``
+        may return one global where ``get`` returns one of several."""
+        key = (function, constants)
+        if key in self._returns:
+            return self._returns[key]
+        self._returns[key] = None  # a recursive call meets "unknown"
         found = self.index.function_at(function)
-        if found is None or not 0 < found[1] <= MAX_ACCESSOR_BYTES:
+        if found is None or not 0 < found[1] <= MAX_ACCESSOR_BYTES or self._walk is None:
             return None
-        self._returning.add(function)
-        try:
-            return self.summary(function).returned
-        finally:
-            self._returning.discard(function)
+        code = self.index.code_at(function, found[1])
+        if code is None or not self._walk.may_return_address(bytes(code)):
+            return None
+        walked = self.specialised(function, constants) if constants else function
+        returned = self._returns[key] = self.summary(walked).returned
+        return returned
 
     def registers_written(self, callee: Target) -> frozenset[str] | None:
         """The caller-saved registers a call to ``callee`` may change; None when unknown.
@@ -449,14 +534,42 @@ class EffectsAnalyzer:
         return frozenset(written) & walk.CALLER_SAVED
 
     # -- one function ---------------------------------------------------------------------
-    def summary(self, address: int) -> FunctionSummary:
-        """The effects of the one function at ``address`` (cached)."""
+    def summary(self, address: FunctionKey) -> FunctionSummary:
+        """The effects of the one function at ``address`` (cached), or of the function
+        walked knowing constant arguments (``specialised``)."""
+        if type(address) is tuple:
+            special = self._specialised.get(address)
+            return special if special is not None else self.summary(address[0])
+        assert type(address) is int
         known = self._summaries.get(address)
         if known is None:
             known = self._summaries[address] = self._analyse(address)
         return known
 
-    def _analyse(self, address: int, parameters: bool = False) -> FunctionSummary:
+    def _resolved(self, key: FunctionKey) -> FunctionKey:
+        return self.specialised(*key) if type(key) is tuple else key
+
+    def specialised(self, function: int, constants: Constants) -> FunctionKey:
+        """The function at ``function`` as a call passing ``constants`` runs it: walked
+        knowing them, with the paths they rule out left out; just ``function`` when
+        they decide nothing (or it is too big, or has no known size)."""
+        key = (function, constants)
+        if key not in self._specialised:
+            found = self.index.function_at(function)
+            summary = self._analyse(function, constants=constants) \
+                if found and 0 < found[1] <= MAX_SPECIALISED_BYTES \
+                and self.summary(function).tests_arguments & _positions(constants) else None
+            # It selects paths when it decides a branch, or hands a constant on to a
+            # callee (``f(k)`` calling ``g(k)``), which the plain walk does not know.
+            selects = summary is not None and (
+                summary.decided or summary.undecided
+                or (any(type(callee) is tuple for callee in summary.callees)
+                    and summary.callees.keys() != self.summary(function).callees.keys()))
+            self._specialised[key] = summary if selects else None
+        return key if self._specialised[key] is not None else function
+
+    def _analyse(self, address: int, parameters: bool = False,
+                 constants: Constants = ()) -> FunctionSummary:
         assert self._walk is not None
         found = self.index.function_at(address)
         size = found[1] if found else 0
@@ -465,7 +578,12 @@ class EffectsAnalyzer:
         if code is None or (size and len(code) < min(size, MAX_FUNCTION_BYTES)):
             return incomplete(STOP_UNREADABLE)
         try:
-            summary = self._walk(self, address, code, bool(size), parameters).run()
+            walk = self._walk(self, address, code, bool(size), parameters, constants)
+            summary = walk.run()
+            pruned = walk.paths.unreachable(address) if walk.paths is not None else None
+            if pruned:  # again, without the code the constants rule out
+                summary = self._walk(self, address, code, bool(size), parameters, constants,
+                                     pruned).run()
         except self._decode_errors:  # code that does not decode
             return incomplete(STOP_UNKNOWN_INSTRUCTION)
         if size > MAX_FUNCTION_BYTES:
@@ -476,36 +594,100 @@ class EffectsAnalyzer:
 # Fewer new functions than this at one call depth are swept here: a second
 # process costs more than it saves.
 _SHARED_SWEEP_MINIMUM = 32
-# What one half of a shared sweep sends back: its summaries, and which registers
-# the functions it looked into write (``registers_written``), so neither is worked
-# out twice.
-_Swept = tuple[dict[int, FunctionSummary], dict[int, frozenset[str] | None]]
+# What one half of a shared sweep sends back: its summaries, its walks knowing
+# constants (``specialised``), which registers the functions it looked into
+# write (``registers_written``) and what the accessors it met return
+# (``returned_address``), so none is worked out twice.
+_Swept = tuple[dict[int, FunctionSummary],
+               dict[tuple[int, Constants], FunctionSummary | None],
+               dict[int, frozenset[str] | None],
+               dict[tuple[int, Constants], int | None]]
+# One piece of a shared sweep: a function to follow, and whether its summary is
+# wanted too, or only which walk a call passing constants selects (``_reach``
+# works that out for the call the budget stops at as well).
+_Wanted = tuple[FunctionKey, bool]
 
 
 class _RootWalk:
     """``EffectsAnalyzer._reach`` of one root, replayed one call depth at a time."""
 
     def __init__(self, root: int) -> None:
-        self.seen = {root}
-        self.frontier = [root]
+        self.seen: set[FunctionKey] = {root}
+        self.frontier: list[FunctionKey] = [root]
+        self.reached: set[FunctionKey] = set()
         self.analysed = 0
 
-    def next_functions(self, max_functions: int) -> list[int]:
-        """The functions of the current depth that the budget still lets this walk take."""
-        return self.frontier[: max_functions - self.analysed]
+    def wanted(self, analyzer: EffectsAnalyzer, max_functions: int) -> list[_Wanted]:
+        """What ``_reach`` would sweep at the current depth and is not known yet.
 
-    def advance(self, summaries: dict[int, FunctionSummary], max_functions: int) -> bool:
-        """Take the current depth (its summaries are in); whether a deeper one follows."""
-        following: list[int] = []
-        for function in self.frontier:
+        A call passing constants whose walk is not chosen yet counts as a
+        function of its own (it may turn out to be one already followed): the
+        budget is then met no later than in ``_reach``, and once those are
+        chosen the depth is looked at again (``prefetch``), so no more is swept
+        than ``_reach`` sweeps.
+        """
+        wanted: list[_Wanted] = []
+        reached, analysed = set(self.reached), self.analysed
+        for key in self.frontier:
+            function = analyzer.chosen(key)
+            if function is None:  # the walk the constants select is still to be chosen
+                wanted.append((key, analysed < max_functions))
+                if analysed == max_functions:
+                    return wanted
+                analysed += 1
+                continue
+            if function in reached:
+                continue
+            if analysed == max_functions:
+                return wanted
+            if not analyzer.swept(function):
+                wanted.append((function, True))
+            reached.add(function)
+            analysed += 1
+        return wanted
+
+    def advance(self, analyzer: EffectsAnalyzer, max_functions: int) -> bool:
+        """Take the current depth (everything ``wanted`` is known): whether a deeper one
+        follows.  A call passing constants is followed into the walk they select, as
+        ``_reach`` follows it (nothing is swept here)."""
+        following: list[FunctionKey] = []
+        for key in self.frontier:
+            function = analyzer._resolved(key)
+            if function in self.reached:
+                continue
             if self.analysed == max_functions:
                 return False
-            callees = summaries[function].callees
+            self.reached.add(function)
             self.analysed += 1
+            callees = analyzer.summary(function).callees
             following += [c for c in callees if c not in self.seen]
             self.seen.update(callees)
         self.frontier = following
         return bool(following)
+
+
+def _address(key: FunctionKey) -> int:
+    return key[0] if isinstance(key, tuple) else key
+
+
+def _registers_unguarded(events: list[Event]) -> bool:
+    """Whether one function's own code registers an exit-time destructor outside
+    ``__cxa_guard_acquire``/``release``."""
+    guarded = 0
+    for kind, subject, _callee, _position in events:
+        if kind == GUARD:
+            guarded = guarded + 1 if subject else max(guarded - 1, 0)
+        elif kind == ATEXIT and not guarded:
+            return True
+    return False
+
+
+def _positions(constants: Constants) -> int:
+    """Bits of the argument positions ``constants`` holds numbers for."""
+    bits = 0
+    for position, _number in constants:
+        bits |= 1 << position
+    return bits
 
 
 def _decode_errors() -> tuple[type[Exception], ...]:

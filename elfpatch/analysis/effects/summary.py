@@ -41,6 +41,12 @@ READ, WRITE, ADDRESS, PASS, PASS_FOREIGN, UNKNOWN_PASS, CALL, ATEXIT, HOOK, GUAR
 # typed by the kind: a tagged union a type checker cannot narrow on an int, hence Any
 # for those two.
 Event = tuple[int, Any, Any, int]
+# Constant arguments a call passes: (position, number), by position.  A CALL
+# event's third field holds them when the callee was walked knowing them.
+Constants = tuple[tuple[int, int], ...]
+# A function to follow: its address, or its address and the constants that select
+# its paths (``paths.Paths``).
+FunctionKey = int | tuple[int, Constants]
 
 # What a function does with one of its pointer parameters (bits): reads
 # through it, writes through it, or hands it as the object to act on (its
@@ -121,6 +127,9 @@ class Effects:
     updates: tuple[str, ...] = ()
     # Globals into which the code stores an address of read-only data (``STAMP``).
     stamped: tuple[str, ...] = ()
+    # Branches on a constant the code passes to a function it calls: (decided, so only
+    # the path selected was followed; not decided, so every path was kept).
+    branches: tuple[int, int] = (0, 0)
 
     def written_first(self, symbol: str) -> bool | None:
         """Whether the first touch of ``symbol`` writes it (None: never touched)."""
@@ -141,7 +150,13 @@ class FunctionSummary:
     external_calls: dict[str, None] = field(default_factory=dict)
     ios_init: bool = False
     stopped: dict[str, None] = field(default_factory=dict)
-    callees: dict[int, None] = field(default_factory=dict)  # functions to follow
+    callees: dict[FunctionKey, None] = field(default_factory=dict)  # functions to follow
+    decided: int = 0  # branches on a constant argument decided (``Effects.branches``)
+    undecided: int = 0
+    # Bits of the argument positions whose registers it compares (all of them when it
+    # indexes a jump table): a constant passed there may select its paths (worth a
+    # walk knowing it, ``EffectsAnalyzer.specialised``).
+    tests_arguments: int = 0
     # The global's address every return hands back (None: not one known address).
     returned: int | None = None
     returns_seen: bool = False
@@ -199,7 +214,7 @@ class Collector:
     the call is, the first time it is met.
     """
 
-    def __init__(self, summaries: dict[int, FunctionSummary],
+    def __init__(self, summaries: dict[FunctionKey, FunctionSummary],
                  use: ParameterUse | None) -> None:
         """``use``: None to leave pointers passed to this object's functions pending."""
         self.summaries, self.use = summaries, use
@@ -209,17 +224,25 @@ class Collector:
         self.addresses: dict[str, None] = {}
         self.passed: dict[str, None] = {}
         self.first: dict[str, bool] = {}
-        self.atexit: dict[AtExit, None] = {}
+        # Each registration once, known by its object and by where the destructor's
+        # code is (its name when that is another object's): two registrations of
+        # this object's unnamed destructors (a stripped file) are two.
+        self.atexit: dict[tuple[str | None, int | str | None], AtExit] = {}
         self.hooks: dict[int, None] = {}
         self.lazy: dict[str, None] = {}
         self.keyed: dict[KeyedCall, None] = {}
         self.updates: dict[str, None] = {}
         self.stamped: dict[str, None] = {}
         self.guarded = 0  # how many guards are held where the events are
-        self.expanded: dict[int, None] = {}  # in the order they were met
+        self.expanded: dict[FunctionKey, None] = {}  # in the order they were met
 
-    def function(self, address: int) -> None:
-        """The events of the function at ``address`` and, in place, of its callees."""
+    def function(self, address: FunctionKey) -> None:
+        """The events of the function at ``address`` and, in place, of its callees.
+
+        A call passing constants that decide nothing in the callee is the plain
+        function's (``EffectsAnalyzer.specialised``)."""
+        if type(address) is tuple and address not in self.summaries:
+            address = address[0]
         if address in self.expanded or address not in self.summaries:
             return
         self.expanded[address] = None
@@ -232,7 +255,7 @@ class Collector:
             elif kind == WRITE:
                 self.write(subject)
             elif kind == CALL:
-                self.function(subject)
+                self.function(subject if callee is None else (subject, callee))
             elif kind in (PASS, PASS_FOREIGN):
                 if self.use is None:
                     self.pending.append((subject, callee, position, kind == PASS_FOREIGN,
@@ -242,7 +265,9 @@ class Collector:
             elif kind == UNKNOWN_PASS:
                 self.pass_to(subject, unseen_use(position))
             elif kind == ATEXIT:
-                self.atexit.setdefault(subject, None)
+                self.atexit.setdefault((subject.object, subject.destructor
+                                        if subject.destructor_address is None
+                                        else subject.destructor_address), subject)
             elif kind == ADDRESS:
                 self.addresses.setdefault(subject, None)
             elif kind == HOOK:
@@ -291,20 +316,23 @@ class Collector:
         calls: dict[str, None] = {}
         external: dict[str, None] = {}
         ios_init = False
+        decided = undecided = 0
         for address in self.expanded:
             summary = self.summaries[address]
             calls.update(summary.calls)
             external.update(summary.external_calls)
             ios_init = ios_init or summary.ios_init
+            decided += summary.decided
+            undecided += summary.undecided
         touched = set(self.reads) | set(self.writes)
         groups = (self.summaries[address].bare_keys() for address in self.expanded)
         return Effects(tuple(self.writes), tuple(self.reads), tuple(calls), tuple(external),
-                       tuple(self.atexit), ios_init, complete,
+                       tuple(self.atexit.values()), ios_init, complete,
                        tuple(a for a in self.addresses if a not in touched),
                        tuple(self.passed), tuple(self.first.items()), tuple(stopped),
                        tuple(self.hooks), tuple(self.pending), tuple(self.lazy),
                        tuple(group for group in groups if group), tuple(self.keyed),
-                       tuple(self.updates), tuple(self.stamped))
+                       tuple(self.updates), tuple(self.stamped), (decided, undecided))
 
 
 def _bare_keys(events: Iterable[Event]) -> tuple[str, ...]:
@@ -387,7 +415,7 @@ def object_keys(groups: Iterable[Iterable[str]], written: Iterable[str] = (),
         if len(piece) > 1:  # a group of one address is evidence of nothing
             for address in piece:
                 by_address.setdefault(address, []).append(piece)
-    anchors = _object_starts(anchors, by_address,
+    anchors = _object_starts(anchors, groups, addresses,
                              {int(key[1:], 16) for key in destroyed if key[:1] in _MARKS})
     placed = {}
     for key, address in addresses.items():
@@ -400,17 +428,28 @@ def object_keys(groups: Iterable[Iterable[str]], written: Iterable[str] = (),
     return placed
 
 
-def _object_starts(anchors: list[int], by_address: dict[int, list[frozenset[int]]],
-                   destroyed: set[int]) -> list[int]:
-    """The anchors that start objects.  One within ``MEMBER_REACH`` past another that
-    some one function touches together with it is that object's member taken as
-    a pointer (a map's header handed to the insertion, a string member built in
-    place), unless its own destructor is registered (``destroyed``): then it is
-    an object of its own (two strings side by side, built by one initializer)."""
+def _object_starts(anchors: list[int], groups: Iterable[Iterable[str]],
+                   addresses: dict[str, int], destroyed: set[int]) -> list[int]:
+    """The anchors that start objects.  One within ``MEMBER_REACH`` past another is that
+    object's member taken as a pointer (a map's header handed to the insertion)
+    when some function accesses it as a member, without taking it as a pointer,
+    together with the object below; unless its own destructor is registered
+    (``destroyed``: two strings side by side stay two).  Code that takes both as
+    pointers (a -flto initializer building neighbouring globals) is no evidence.
+    ``addresses``: each key's address (``object_keys``)."""
+    members: dict[int, list[set[int]]] = {}
+    for every in groups:
+        keys = [key for key in every if key[:1] in _MARKS]
+        taken = {addresses[key] for key in keys if key[0] == ANCHOR}
+        touched = {addresses[key] for key in keys}
+        for key in keys:
+            address = addresses[key]
+            if key[0] == BARE and address not in taken:
+                members.setdefault(address, []).append(touched)
     starts: list[int] = []
     for address in anchors:
         if starts and address - starts[-1] < MEMBER_REACH and address not in destroyed \
-                and any(starts[-1] in piece for piece in by_address.get(address, ())):
+                and any(starts[-1] in touched for touched in members.get(address, ())):
             continue
         starts.append(address)
     return starts

@@ -22,7 +22,7 @@ for them and the events derived from it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol
 
 from elfpatch.analysis.effects.addresses import AddressIndex, GotEntry
@@ -33,14 +33,17 @@ from elfpatch.analysis.effects.names import (
     IOS_INIT_CONSTRUCTORS,
     is_constructor,
 )
+from elfpatch.analysis.effects.paths import Paths, condition_holds
 from elfpatch.analysis.effects.summary import (
     ADDRESS,
+    ANCHOR,
     ATEXIT,
     BARE,
     CALL,
     GUARD,
     HOOK,
     KEYED,
+    MEMBER_REACH,
     PASS,
     PASS_FOREIGN,
     READ,
@@ -52,6 +55,7 @@ from elfpatch.analysis.effects.summary import (
     UNKNOWN_PASS,
     WRITE,
     AtExit,
+    Constants,
     FunctionSummary,
     KeyedCall,
 )
@@ -73,6 +77,10 @@ class Value(NamedTuple):
     # then the entry added to that address (the case to jump to).
     table: int | None = None
     switch: int | None = None
+    # A number that is not an address (an immediate, xor reg, reg): a constant a
+    # caller passes selects a callee's switch case or branch (``decide``).
+    constant: int | None = None
+    case: int | None = None  # the jump table's entry the switch's index selects
 
 
 State = dict[str, Value]
@@ -80,6 +88,12 @@ State = dict[str, Value]
 
 def intersect(a: State, b: State) -> State:
     return {reg: value for reg, value in a.items() if b.get(reg) == value}
+
+
+# The flags of the last compare of a known number: (where the instruction reading
+# them must be, the number, what it was compared with, its width in bits, whether a
+# branch on them was already decided).
+Flags = tuple[int, int, int, int, bool]
 
 
 class Target(NamedTuple):
@@ -108,7 +122,7 @@ class Analyzer(Protocol):
 
     def registers_written(self, callee: Target) -> frozenset[str] | None: ...
 
-    def returned_address(self, function: int) -> int | None: ...
+    def returned_address(self, function: int, constants: Constants = ()) -> int | None: ...
 
 
 class FunctionWalk:
@@ -119,11 +133,14 @@ class FunctionWalk:
     RESULT: str | None = None  # the register a function returns a pointer in
     CALLER_SAVED: frozenset[str] = frozenset()
     CALL_WRITES: frozenset[str] = frozenset()  # registers the call instruction itself sets
+    STOPS: frozenset[str] = frozenset()  # returns, traps: never fall through
+    BRANCH_INITIALS = ""  # the first letters of every direct branch's mnemonic
     # mnemonic -> handler(walk, address of the next instruction, operands)
     HANDLERS: ClassVar[dict[str, Callable[[Any, int, str], bool]]] = {}
 
     def __init__(self, analyzer: Analyzer, start: int, code: memoryview,
-                 sized: bool, parameters: bool = False) -> None:
+                 sized: bool, parameters: bool = False, constants: Constants = (),
+                 pruned: frozenset[int] = frozenset()) -> None:
         self.analyzer, self.index = analyzer, analyzer.index
         self.start, self.code, self.sized = start, code, sized
         self.end = start + len(code)
@@ -135,6 +152,22 @@ class FunctionWalk:
         self.pending: dict[int, State] = {}  # forward branch target -> state on arrival
         self.stack_slots = False  # whether any stack slot holds a known value
         self.unreached = False  # no forward path reaches the code swept now
+        # A walk that knows constant arguments decides the branches they select
+        # (``paths.Paths``); any other walk keeps every path.
+        self.paths = Paths(pruned) if constants else None
+        for position, number_passed in constants:
+            self.state[self.ARGUMENTS[position]] = Value(constant=number_passed)
+        self.flags: Flags | None = None
+        self.instructions: list[tuple[int, int, str, str]] = []  # a sized function's
+        self.position = 0  # the index of the instruction being read
+        # (index, target) of each branch back in a sized function, found on first need.
+        self.backward: list[tuple[int, int]] | None = None
+
+    @staticmethod
+    def may_return_address(code: bytes) -> bool:
+        """Whether the code loads a global's address into the result register
+        somewhere (a quick look at the bytes, before reading what it returns)."""
+        return False
 
     @classmethod
     def parameter_registers(cls) -> list[tuple[int, str]]:
@@ -149,15 +182,30 @@ class FunctionWalk:
         # One pass: a loop head gets the state it has on entry, so what is
         # reported holds on the first iteration; forward branches merge.
         reached, falls, pending, sized = self.start, True, self.pending, self.sized
-        handlers, other = self.HANDLERS, self.other
-        for address, size, mnemonic, operands in self.decode():
+        padding = False
+        handlers, other, paths = self.HANDLERS, self.other, self.paths
+        decoded: Iterable[tuple[int, int, str, str]] = self.decode()
+        if sized:  # kept, for what the code after a place writes (``orphan_state``)
+            decoded = self.instructions = list(decoded)
+        for self.position, (address, size, mnemonic, operands) in enumerate(decoded):
+            if paths is not None:
+                if address in paths.pruned:  # only a path the constants rule out gets here
+                    falls, reached = False, address + size
+                    continue
+                self.expire_flags(address)
+                paths.instruction(address)
             if not falls or address in pending:
-                self.enter(address, falls)
+                self.enter(address, falls and not padding)
+            # Alignment padding after a jump: dead, it must not weaken what the
+            # code it falls into is entered with.
+            padding = (not falls or padding) and _is_padding(mnemonic, operands)
             handler = handlers.get(mnemonic)
             if handler is not None:
                 falls = handler(self, address + size, operands)
             else:
                 falls = other(address, size, mnemonic, operands)
+            if paths is not None:
+                paths.falls(address + size if falls else None)
             reached = address + size
             if not sized and not falls and not any(t > address for t in pending):
                 break
@@ -179,24 +227,190 @@ class FunctionWalk:
         """The register state on arrival: fallthrough merged with forward branches.
 
         Code that only a backward branch (or nothing: padding after a return)
-        reaches knows nothing, and what falls out of it into a forward
-        branch's target is not merged: that target has the branch's state, as
-        a loop head has the state it has on entry.
+        reaches knows what the loop it may be the body of leaves alone
+        (``orphan_state``: nothing, where it is no such loop's), and what falls
+        out of it into a forward branch's target is not merged, nor do its
+        branches count: that target has the branch's state, as a loop head has
+        the state it has on entry (what is reported holds on the first
+        iteration, and stack slots, which ``orphan_state`` does not keep, stay
+        known after the loop).
         """
         incoming = self.pending.pop(address, None)
-        if not falls or self.unreached:
-            self.state = incoming or {}
-            self.unreached = incoming is None
+        if incoming is not None and (not falls or self.unreached):
+            self.state, self.unreached = incoming, False
         elif incoming is not None:
             self.state = intersect(self.state, incoming)
+        elif not falls:
+            orphan = self.orphan_state(address)
+            self.state = orphan if orphan is not None else {}
+            self.unreached = orphan is None
+
+    def orphan_state(self, address: int) -> State | None:
+        """What is known where code neither falls in nor is branched to from above: a
+        loop body laid out before its condition (``jmp cond; body: …; cond: … jb
+        body``), reached only by a branch back from below.
+
+        Code below is entered from above only through the forward branches still
+        pending, and comes back here only through branches back, the last of
+        which ends the loop: a register no instruction of the loop writes holds,
+        here, what those forward branches all agree on (the string's address the
+        loop fills, that the registration after it needs).  Anything else is not
+        known.
+        """
+        below = [state for target, state in self.pending.items() if target > address]
+        if not below or not self.after_jump_down(address):
+            return None
+        written = self.written_in_loop(self.position, address)
+        if written is None:
+            return None
+        known = below[0]
+        for state in below[1:]:
+            known = intersect(known, state)
+        slots = tuple(key for key in written if key[:1] == "[")  # "[": every slot
+        return {key: value for key, value in known.items() if key not in written
+                and not (key[:1] == "[" and key.startswith(slots))}
+
+    def after_jump_down(self, address: int) -> bool:
+        """Whether the code before ``address`` (past alignment padding) jumps further
+        down: the layout of a loop whose condition follows its body."""
+        if not self.instructions:  # a function of unknown size: swept as decoded
+            return False
+        n = self.position - 1
+        while n >= 0 and _is_padding(*self.instructions[n][2:]):
+            n -= 1
+        if n < 0:
+            return False
+        target = self.branch_target(*self.instructions[n][2:])
+        return target is not None and target > address
+
+    def written_in_loop(self, position: int, address: int) -> frozenset[str] | None:
+        """The registers, and the stack slots (``[rsp+16]``; ``[`` for every slot,
+        ``[rbp`` for every slot addressed through it), the loop starting at
+        ``position`` (at ``address``) may write before it branches back (calls:
+        every caller-saved register, no slot: a spill stays, as across any call);
+        None when one of them is not known, or nothing branches back.
+
+        The loop ends at the last branch back into it (a branch back from
+        further down into code already inside counts too); a stretch that then
+        leaves the function (an epilogue restoring registers, a tail call)
+        never comes back, and what it writes does not count.
+        """
+        if self.backward is None:
+            initials, branch_target = self.BRANCH_INITIALS, self.branch_target
+            self.backward = [(n, target) for n, (at, _size, mnemonic, operands)
+                             in enumerate(self.instructions) if mnemonic[0] in initials
+                             and (target := branch_target(mnemonic, operands)) is not None
+                             and target <= at]
+        rest = self.instructions[position:]
+        backs = [(n - position, target) for n, target in self.backward
+                 if n >= position and target >= address]
+        if not backs:
+            return None
+        last, grown = -1, True
+        while grown:  # the loop's end, and every branch back into what it holds
+            limit = rest[last][0] if last >= 0 else self.pending_above(address)
+            grown = False
+            for n, target in backs:
+                if n > last and target < limit:
+                    last, grown = n, True
+        written: set[str] = set()
+        stretch: set[str] = set()
+        for _address, _size, mnemonic, operands in rest[: last + 1]:
+            transfer = self.control_transfer(mnemonic, operands)
+            if transfer is not None and transfer[0]:
+                stretch |= self.CALLER_SAVED | self.CALL_WRITES
+            elif transfer is None and mnemonic not in self.STOPS:
+                registers = self.registers_set(mnemonic, operands)
+                if registers is None:
+                    return None
+                stretch.update(registers)
+                slots = self.stack_writes(mnemonic, operands)
+                stretch.update(slots if slots is not None else ("[",))
+            if self.leaves(mnemonic, operands):
+                stretch = set()  # never comes back
+            elif transfer is not None or self.branch_target(mnemonic, operands) is not None:
+                written |= stretch
+                stretch = set()
+        return frozenset(written | stretch)
+
+    def pending_above(self, address: int) -> int:
+        """The first place below ``address`` that code above it branches to."""
+        return min((target for target in self.pending if target > address), default=self.end)
+
+    def leaves(self, mnemonic: str, operands: str) -> bool:
+        """A return, or a jump out of the function (a tail call): nothing after it here
+        runs next."""
+        if mnemonic in self.STOPS:
+            return True
+        transfer = self.control_transfer(mnemonic, operands)
+        return transfer is not None and not transfer[0] and transfer[1] is not None \
+            and not self.start <= transfer[1] < self.end
 
     def branch(self, target: int) -> None:
         """A conditional or in-function branch: its target inherits the current state."""
-        if not self.start <= target < self.end or self.unreached:
+        if not self.start <= target < self.end:
+            return
+        if self.paths is not None:
+            # Even from code no forward path reaches: what only it leads to is not
+            # ruled out by the constants (``Paths.unreachable``).
+            self.paths.branch(target)
+        if self.unreached:
             return
         known = self.pending.get(target)
         self.pending[target] = dict(self.state) if known is None \
             else intersect(known, self.state)
+
+    # -- constants: the path a known number selects ---------------------------------
+    def number(self, register: str | None, found: int | None) -> None:
+        """``register`` holds the number ``found`` (None: not known).  Outside a walk
+        that decides, only what a call is passed matters: argument registers."""
+        if register is not None and (self.paths is not None or register in self.ARGUMENTS):
+            self.set(register, Value(constant=found) if found is not None else None)
+        else:
+            self.set(register, None)
+
+    def compare(self, following: int, register: str | None, other: int | None,
+                width: int) -> None:
+        """A compare of ``register`` with the number ``other``: remembered, in a walk that
+        decides, for the conditional branch right after it."""
+        value = self.state.get(register or "") if other is not None else None
+        if self.paths is None or value is None or value.constant is None:
+            return
+        assert other is not None
+        self.flags = (following, value.constant, other, width, False)
+
+    def expire_flags(self, address: int) -> None:
+        """A compare of a known number whose flags the next instruction does not branch
+        on (a conditional move, a set, a branch further on): not decided."""
+        if self.flags is not None and self.flags[0] != address:
+            if not self.flags[4]:
+                self.summary.undecided += 1
+            self.flags = None
+
+    def decided(self, condition: str, following: int, target: int) -> bool | None:
+        """Whether the conditional branch to ``target`` right after a compare of a known
+        number is taken; None when not known (every path is kept)."""
+        flags, self.flags = self.flags, None
+        if flags is None or self.paths is None or flags[0] != self.paths.current:
+            return None
+        taken = condition_holds(condition, *flags[1:4])
+        if taken is None:
+            self.summary.undecided += 1
+            return None
+        self.summary.decided += 1
+        self.paths.drop(following if taken else target)
+        if not taken:  # the next branch may test the same flags (je, then jg)
+            self.flags = (following, *flags[1:4], True)
+        return taken
+
+    def conditional(self, condition: str | None, following: int, target: int) -> bool:
+        """A conditional branch: both ways, or the one the constants select.  False when
+        the code after it is not reached from here."""
+        taken = self.decided(condition, following, target) \
+            if condition is not None and self.flags is not None else None
+        if taken is None or taken:
+            self.branch(target)
+        return taken is not True
 
     # -- per instruction set ------------------------------------------------
     def other(self, address: int, size: int, mnemonic: str, operands: str) -> bool:
@@ -211,6 +425,18 @@ class FunctionWalk:
     @staticmethod
     def registers_set(mnemonic: str, operands: str) -> tuple[str, ...] | None:
         """The general registers any other instruction may write; None when not known."""
+        raise NotImplementedError
+
+    @staticmethod
+    def branch_target(mnemonic: str, operands: str) -> int | None:
+        """Where a direct jump, conditional or not, goes; None for other instructions."""
+        raise NotImplementedError
+
+    @staticmethod
+    def stack_writes(mnemonic: str, operands: str) -> tuple[str, ...] | None:
+        """The stack slots an instruction may write, as keys (``[rsp+16]``) or the
+        prefix of every slot through one base (``[rbp``); None when it moves the
+        stack, or writes where that is not known."""
         raise NotImplementedError
 
     # -- registers ------------------------------------------------------------
@@ -310,6 +536,19 @@ class FunctionWalk:
         if write and defined:
             self.events.append((WRITE, subject, None, 0))
 
+    def stores_address(self, base: Value, offset: int, stored: Value | None) -> None:
+        """A store of an address a little past the place stored to (``s._M_p =
+        s._M_local_buf``, a list's header linked to itself): an object starts there,
+        in a file without symbols to say so."""
+        if stored is None or stored.address is None or not stored.exact \
+                or base.address is None or not base.exact or base.got is not None:
+            return
+        at = base.address + offset
+        if 0 < stored.address - at < MEMBER_REACH:
+            key = self.index.data_key(at, True)
+            if key is not None and key[0] == ANCHOR:
+                self.events.append((ADDRESS, key, None, 0))
+
     # -- calls ----------------------------------------------------------------
     def call(self, target: Value | None) -> None:
         state = self.state
@@ -318,8 +557,11 @@ class FunctionWalk:
         resolved = self.resolve(target) if target is not None else None
         if state:
             self.forget_clobbered(resolved)
+        # The constants it is passed may select its paths (``analyzer.specialised``).
+        constants = tuple((position, value.constant) for position, value in enumerate(arguments)
+                          if value is not None and value.constant is not None)
         if resolved is not None and resolved.follow is not None:
-            self.result_of(resolved.follow)
+            self.result_of(resolved.follow, constants)
         if resolved is None:
             if target is None or target.parameter is not None:
                 # Through a register we cannot resolve (a virtual call, a callback):
@@ -345,14 +587,16 @@ class FunctionWalk:
             self.pass_arguments([*enumerate(arguments), (RESULT_POSITION, result)], resolved,
                                 name is not None and is_constructor(name))
         if resolved.follow is not None:
-            self.summary.callees[resolved.follow] = None
-            self.events.append((CALL, resolved.follow, None, 0))
+            self.summary.callees[(resolved.follow, constants) if constants
+                                 else resolved.follow] = None
+            self.events.append((CALL, resolved.follow, constants or None, 0))
 
-    def result_of(self, function: int) -> None:
+    def result_of(self, function: int, constants: Constants = ()) -> None:
         """The result register after calling a function of this object that always
         returns one global's address (an accessor: ``T& registry() { static T r;
-        return r; }``), so that what the caller does through it is seen."""
-        address = self.analyzer.returned_address(function)
+        return r; }``), so that what the caller does through it is seen.  Passed
+        ``constants``, it returns what the path they select returns (``get(1)``)."""
+        address = self.analyzer.returned_address(function, constants)
         if address is not None and self.RESULT is not None:
             self.set(self.RESULT, Value(address=address))
 
@@ -494,6 +738,11 @@ class FunctionWalk:
                 is None and self.index.plt_entry(target) is None:
             return False  # into this function's split-off part (.cold): error paths
         return self.tail_call(Value(address=target))
+
+
+def _is_padding(mnemonic: str, operands: str) -> bool:
+    """``nop`` (any length), ``xchg ax, ax``: what aligns the next branch target."""
+    return mnemonic == "nop" or (mnemonic == "xchg" and operands == "ax, ax")
 
 
 def decode_in_chunks(engine: Cs, code: bytes, start: int,

@@ -34,7 +34,9 @@ from __future__ import annotations
 
 import re
 import struct
+from collections.abc import Callable
 
+from elfpatch.analysis.effects.summary import Constants
 from elfpatch.analysis.effects.walk import Analyzer, FunctionWalk, Value, immediate, number
 from elfpatch.elf.constants import EM_X86_64
 from elfpatch.errors import ElfpatchError
@@ -69,7 +71,13 @@ _X86_IMPLICIT = frozenset({"mul", "div", "idiv", "cdq", "cqo", "cwd", "cdqe", "c
                            "rdtsc", "rdtscp", "syscall", "xchg", "xadd", "cmpxchg",
                            "cmpxchg16b", "stosb", "stosw", "stosd", "stosq", "movsb",
                            "movsw", "movsq", "lodsb", "lodsq", "scasb", "cmpsb", "xgetbv"})
+# lea r64, [rip + disp32]: how an accessor takes its object's address to return it.
+_LEA_RIP = re.compile(rb"[\x48\x4c]\x8d[\x05\x0d\x15\x1d\x25\x2d\x35\x3d]")
 _X86_OP_MEM = 3  # capstone.x86.X86_OP_MEM
+_X86_COMPARES = frozenset({"cmp", "test"})
+_X86_ARGUMENT_BITS = {name: 1 << ("rdi", "rsi", "rdx", "rcx", "r8", "r9").index(family)
+                      for name, family in _X86_FAMILY.items()
+                      if family in ("rdi", "rsi", "rdx", "rcx", "r8", "r9")}
 _CS_AC_READ, _CS_AC_WRITE = 1, 2
 
 
@@ -100,6 +108,24 @@ class X86Walk(FunctionWalk):
         return None
 
     @staticmethod
+    def branch_target(mnemonic: str, operands: str) -> int | None:
+        if mnemonic in _X86_CONDITIONAL or mnemonic in _X86_JUMPS:
+            return immediate(operands)
+        return None
+
+    @staticmethod
+    def stack_writes(mnemonic: str, operands: str) -> tuple[str, ...] | None:
+        destination = operands.partition(", ")[0]
+        if mnemonic in _X86_STACK_MOVERS or destination in ("rsp", "esp"):
+            return None
+        if destination in ("rbp", "ebp"):  # at -O2 an ordinary register
+            return ("[rbp",)
+        if "[rsp" not in destination and "[rbp" not in destination:
+            return ()
+        key = _stack_key(destination)  # the first operand: written, unless compared
+        return (key,) if key is not None else None
+
+    @staticmethod
     def registers_set(mnemonic: str, operands: str) -> tuple[str, ...] | None:
         if mnemonic in _X86_WRITES_NOTHING:
             return ()
@@ -118,14 +144,23 @@ class X86Walk(FunctionWalk):
         return (family,) if family is not None else ()
 
     def __init__(self, analyzer: Analyzer, start: int, code: memoryview,
-                 sized: bool, parameters: bool = False) -> None:
-        super().__init__(analyzer, start, code, sized, parameters)
+                 sized: bool, parameters: bool = False, constants: Constants = (),
+                 pruned: frozenset[int] = frozenset()) -> None:
+        super().__init__(analyzer, start, code, sized, parameters, constants, pruned)
         # A fixed-address executable has addresses as immediates and displacements.
         self.absolute = analyzer.fixed_addresses
 
     def other(self, address: int, size: int, mnemonic: str, operands: str) -> bool:
         if mnemonic in _X86_STOPS:
             return False
+        if mnemonic in _X86_COMPARES:
+            if self.paths is not None:
+                self.compare_operands(mnemonic, operands, address + size)
+            else:
+                self.summary.tests_arguments |= _X86_ARGUMENT_BITS.get(
+                    operands.partition(", ")[0], 0)
+        elif mnemonic == "xor" and self.zeroes(operands):
+            return True
         if " " in mnemonic:  # prefixes: rep, lock, bnd, notrack
             prefix, _, bare = mnemonic.rpartition(" ")
             handler = self.HANDLERS.get(bare)
@@ -142,6 +177,22 @@ class X86Walk(FunctionWalk):
             self.generic_registers(mnemonic, operands)
         return True
 
+    def zeroes(self, operands: str) -> bool:
+        """``xor edi, edi``: the register holds 0 (a constant a call may pass)."""
+        destination, _, source = operands.partition(", ")
+        if destination != source or destination not in _X86_WIDE:
+            return False
+        self.number(_X86_FAMILY[destination], 0)
+        return True
+
+    def compare_operands(self, mnemonic: str, operands: str, following: int) -> None:
+        """``cmp edi, 2`` or ``test edi, edi`` (a compare with 0) of a known number."""
+        destination, _, source = operands.partition(", ")
+        width = _x86_width(destination)
+        # test sets the flags of a compare with 0 only when it tests a register with itself.
+        other = immediate(source) if mnemonic == "cmp" else 0 if source == destination else None
+        self.compare(following, _X86_FAMILY.get(destination), other, width)
+
     def offset(self, mnemonic: str, operands: str) -> bool:
         """``add reg, imm`` / ``sub reg, imm`` (or a register) on a known address.
 
@@ -157,7 +208,7 @@ class X86Walk(FunctionWalk):
         if value.table is not None:  # a jump table's entry plus the table: the case's code
             base = self.state.get(_X86_FAMILY.get(source, ""))
             found = mnemonic == "add" and base is not None and base.address == value.table
-            self.set(family, Value(switch=value.table) if found else None)
+            self.set(family, Value(switch=value.table, case=value.case) if found else None)
             return True
         amount = number(source)
         if amount is not None and value.address is not None and value.exact:
@@ -189,10 +240,10 @@ class X86Walk(FunctionWalk):
             return self.jump(target)
         value = self.operand_target(operands, following)
         if value is not None and value.switch is not None:
-            return self.jump_table(value.switch)
+            return self.jump_table(value.switch, value.case)
         return self.tail_call(value)
 
-    def jump_table(self, table: int) -> bool:
+    def jump_table(self, table: int, case: int | None = None) -> bool:
         """``jmp rax`` to a case of a switch: each case continues with what is known here.
 
         gcc's position-independent tables hold 32-bit offsets from the table;
@@ -201,10 +252,25 @@ class X86Walk(FunctionWalk):
         targets = self.table_targets(table)
         if not targets:
             return self.tail_call(None)
+        if case is not None and self.paths is not None:
+            targets = self.selected_case(targets, case)
         for target in targets:
             self.branch(target)
         self.state = {}
         return False
+
+    def selected_case(self, targets: list[int], case: int) -> list[int]:
+        """The one case a known index selects (the others are ruled out), or every case
+        when the index is past the entries read."""
+        if not 0 <= case < len(targets):
+            self.summary.undecided += 1
+            return targets
+        self.summary.decided += 1
+        assert self.paths is not None
+        for target in targets:
+            if target != targets[case]:
+                self.paths.drop(target)
+        return [targets[case]]
 
     def table_targets(self, table: int) -> list[int]:
         if not self.sized:
@@ -234,9 +300,20 @@ class X86Walk(FunctionWalk):
             self.access(base, offset, read=True, write=False)
             if "*4]" in source and offset == 0 and base.address is not None and base.exact \
                     and base.got is None:
-                value = Value(table=base.address)
+                value = Value(table=base.address, case=self.index_value(source))
+                self.summary.tests_arguments = -1  # the index may be any argument
         self.set(_X86_FAMILY.get(destination), value)
         return True
+
+    def index_value(self, source: str) -> int | None:
+        """The known number in the index register of ``[table + index*4]``."""
+        index = source[source.rfind(" ") + 1 : source.rfind("*")]
+        value = self.state.get(_X86_FAMILY.get(index, ""))
+        return value.constant if value is not None else None
+
+    @staticmethod
+    def may_return_address(code: bytes) -> bool:
+        return _LEA_RIP.search(code) is not None
 
     def on_stop(self, following: int, operands: str) -> bool:
         return False
@@ -245,11 +322,13 @@ class X86Walk(FunctionWalk):
         self.returns()
         return False
 
-    def on_conditional(self, following: int, operands: str) -> bool:
+    def on_conditional(self, following: int, operands: str, condition: str | None = None,
+                       ) -> bool:
+        """``je 0x1234``: ``condition`` is ``e`` (None for loop and jrcxz)."""
         target = immediate(operands)
-        if target is not None:
-            self.branch(target)
-        return True
+        if target is None:
+            return True
+        return self.conditional(condition, following, target)
 
     def operand_target(self, operands: str, following: int) -> Value | None:
         """Where ``call``/``jmp`` goes: an immediate, a register, or a GOT slot."""
@@ -303,7 +382,7 @@ class X86Walk(FunctionWalk):
         base: Value | None = None
         if first in _X86_FAMILY:
             base = self.state.get(_X86_FAMILY[first])
-            if base is None:
+            if base is None or base.constant is not None:  # a number is no object's address
                 return None
         offset = _displacement(inner)
         if offset is None:
@@ -320,6 +399,8 @@ class X86Walk(FunctionWalk):
     # -- moves ----------------------------------------------------------------------
     def on_mov(self, following: int, operands: str) -> bool:
         if not self.state and not self.absolute and "rip" not in operands:
+            if operands[-1:] != "]":  # a number the code may pass to a call
+                self.constant_move(operands)
             return True  # nothing known is read, nothing known is overwritten
         destination, _, source = operands.partition(", ")
         if "[" in destination:
@@ -332,15 +413,28 @@ class X86Walk(FunctionWalk):
             if located is not None:
                 self.access(located[0], located[1], read=False, write=True)
                 if source in _X86_QWORD:
-                    self.stamp(located[0], located[1], self.state.get(_X86_FAMILY[source]))
+                    stored = self.state.get(_X86_FAMILY[source])
+                    self.stamp(located[0], located[1], stored)
+                    self.stores_address(located[0], located[1], stored)
         elif "[" in source:
             self.load(destination, source, following)
         else:
             family = _X86_FAMILY.get(destination)
             if family == "rsp":
                 self.forget_slots("rsp")
-            self.set(family, self.source_value(source) if destination in _X86_WIDE else None)
+            value = self.source_value(source) if destination in _X86_WIDE else None
+            if value is not None and value.constant is not None:
+                self.number(family, value.constant)
+            else:
+                self.set(family, value)
         return True
+
+    def constant_move(self, operands: str) -> None:
+        """``mov edi, 2``: a number in a register."""
+        destination, _, source = operands.partition(", ")
+        number_moved = immediate(source)
+        if number_moved is not None and destination in _X86_WIDE:
+            self.number(_X86_FAMILY[destination], number_moved)
 
     def load(self, destination: str, source: str, following: int) -> None:
         register = _X86_FAMILY.get(destination)
@@ -362,13 +456,18 @@ class X86Walk(FunctionWalk):
     def source_value(self, source: str) -> Value | None:
         family = _X86_FAMILY.get(source)
         if family is not None:
-            return self.state.get(family)
+            value = self.state.get(family)
+            if value is not None and value.constant is not None and source not in _X86_QWORD:
+                return Value(constant=value.constant & 0xFFFF_FFFF)  # mov edi, eax
+            return value
         # Only a fixed-address executable has addresses as immediates, and
         # only numbers inside its image are addresses (not counts or flags).
-        address = immediate(source) if self.absolute else None
-        if address is None or not self.analyzer.in_image(address):
+        found = immediate(source)
+        if found is None:
             return None
-        return Value(address=address)
+        if not self.absolute or not self.analyzer.in_image(found):
+            return Value(constant=found)
+        return Value(address=found)
 
     def stack_key(self, operand: str) -> str | None:
         """The stack slot a memory operand names, unless its base holds a known address
@@ -416,6 +515,23 @@ _MAX_CASES = 4096  # entries of one jump table read at most
 _X86_STACK_MOVERS = frozenset({"push", "pop", "pushfq", "popfq", "leave", "enter"})
 
 
+def _x86_width(register: str) -> int:
+    """The width in bits of a register name (rdi 64, edi/r8d 32, di/r8w 16, dil/al 8)."""
+    if register in _X86_QWORD:
+        return 64
+    if register.startswith("e") or (register.startswith("r") and register.endswith("d")):
+        return 32
+    if register.endswith("w") or (len(register) == 2 and register[-1] in "xip"):
+        return 16
+    return 8
+
+
+def _conditional(condition: str | None) -> Callable[[X86Walk, int, str], bool]:
+    def handler(walk: X86Walk, following: int, operands: str) -> bool:
+        return walk.on_conditional(following, operands, condition)
+    return handler
+
+
 def _stack_key(operand: str) -> str | None:
     """``qword ptr [rbp - 0x18]`` -> ``[rbp-24]``: a stack slot, or None for other memory."""
     if "[rsp" not in operand and "[rbp" not in operand:
@@ -450,13 +566,16 @@ def _displacement(inner: str) -> int | None:
     return offset
 
 
+X86Walk.BRANCH_INITIALS = "jlbn"  # jmp, jcc, loop, bnd jmp, notrack jmp
+X86Walk.STOPS = _X86_STOPS
 X86Walk.HANDLERS = {
     "call": X86Walk.on_call, "bnd call": X86Walk.on_call, "notrack call": X86Walk.on_call,
     "jmp": X86Walk.on_jmp, "bnd jmp": X86Walk.on_jmp, "notrack jmp": X86Walk.on_jmp,
     "notrack bnd jmp": X86Walk.on_jmp,
     "lea": X86Walk.on_lea, "mov": X86Walk.on_mov, "movabs": X86Walk.on_mov,
     "movsxd": X86Walk.on_movsxd,
-    **dict.fromkeys(_X86_CONDITIONAL, X86Walk.on_conditional),
+    **{mnemonic: _conditional(None if mnemonic in _X86_LOOPS or mnemonic.endswith("cxz")
+                              else mnemonic[1:]) for mnemonic in _X86_CONDITIONAL},
     **dict.fromkeys(_X86_STOPS, X86Walk.on_stop),
     **dict.fromkeys(("ret", "bnd ret"), X86Walk.on_return),
 }
