@@ -97,6 +97,9 @@ SLOW_TESTS = (
     "tests/test_wheel_repair.py::test_a_killed_run_leaves_nothing",  # 2
     "tests/test_fix_report_size.py::test_the_benchmark_runs_end_to_end",  # 2
     "tests/test_ci_requirements.py::test_every_slow_entry_names_tests",  # 8: collects all
+    "tests/test_ci_recipes.py::test_the_audit_fails_a_unique_wheel",  # 10: README's CI recipes
+    "tests/test_ci_recipes.py::test_the_repair_leaves_one_wheel_or_nothing",  # 4
+    "tests/test_output_size.py::test_a_wheel_without_unique_symbols_is_one_line",  # 5
 )
 
 
