@@ -11,7 +11,6 @@ address).  No two findings of a run share a key: a repeated one is numbered.
 
 from __future__ import annotations
 
-import enum
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable
@@ -22,6 +21,7 @@ from typing import TYPE_CHECKING
 from elfpatch.analysis.policy import DestructorScope, Level, Policy
 from elfpatch.analysis.unique import FileScan, scan_elf
 from elfpatch.base.alongside import Alongside, in_turn
+from elfpatch.base.text_enum import TextEnum
 from elfpatch.elf.file import ElfFile
 from elfpatch.elf.source import ElfSource
 from elfpatch.errors import ElfpatchError
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from elfpatch.analysis.risks import Risk
 
 
-class CheckRule(str, enum.Enum):
+class CheckRule(TextEnum):
     """A rule of the policy; the value names it in reports, baseline keys and SARIF."""
 
     UNIQUE = "unique"
@@ -42,9 +42,6 @@ class CheckRule(str, enum.Enum):
     DESTRUCTION_ORDER = "destruction-order"
     CANNOT_LOAD = "cannot-load"
     STAYS_LOADED = "stays-loaded"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 # The names the reports and tests import.

@@ -31,28 +31,23 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, NoReturn
 
+from elfpatch.base.text_enum import TextEnum
 from elfpatch.errors import InputError, UsageError
 
 
-class Level(str, enum.Enum):
+class Level(TextEnum):
     """What a rule's findings do to the verdict."""
 
     ERROR = "error"
     WARN = "warn"
     IGNORE = "ignore"
 
-    def __str__(self) -> str:
-        return self.value
 
-
-class DestructorScope(str, enum.Enum):
+class DestructorScope(TextEnum):
     """Which exit-time destructors the exit-time-destructors rule reports."""
 
     ALL = "all"
     READ_AT_EXIT = "read-at-exit"  # only objects a destructor, atexit function or thread reads
-
-    def __str__(self) -> str:
-        return self.value
 
 
 LEVELS = tuple(level.value for level in Level)

@@ -31,7 +31,6 @@ handler or a thread), where destroying it is what can go wrong.
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -42,20 +41,18 @@ from elfpatch.analysis.initializers import (
     InitializerPart,
     demangle_label,
 )
+from elfpatch.base.text_enum import TextEnum
 from elfpatch.cxx.demangle import demangle
 
 
-class Severity(str, enum.Enum):
+class Severity(TextEnum):
     """How sure a risk is: a bug in this build, or correct only by luck of order."""
 
     ERROR = "error"
     WARNING = "warning"
 
-    def __str__(self) -> str:
-        return self.value
 
-
-class RiskKind(str, enum.Enum):
+class RiskKind(TextEnum):
     """What can go wrong; the value is the JSON's ``kind``."""
 
     INIT_ORDER = "init-order"
@@ -65,9 +62,6 @@ class RiskKind(str, enum.Enum):
     DESTRUCTION_ORDER = "destruction-order"
     CROSS_OBJECT_DESTRUCTION = "cross-object-destruction-order"
     REGISTRATION_ORDER = "registration-order"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 # The short names the analyses use.

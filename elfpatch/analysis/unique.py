@@ -9,11 +9,11 @@ fix keeps both tables consistent), but only .dynsym matters at run time.
 
 from __future__ import annotations
 
-import enum
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from elfpatch.base.text_enum import TextEnum
 from elfpatch.cxx.demangle import demangle
 from elfpatch.cxx.names import enclosing_scope
 from elfpatch.elf import constants as C
@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # the loader model is imported only by those who ask for a ve
     from elfpatch.loader.dlopen import LoadVerdict
 
 
-class UniqueKind(str, enum.Enum):
+class UniqueKind(TextEnum):
     """What a C++ engineer calls the entity behind a UNIQUE symbol (the JSON's ``kind``)."""
 
     FUNCTION_LOCAL_STATIC = "function_local_static"
@@ -32,9 +32,6 @@ class UniqueKind(str, enum.Enum):
     TEMPLATE_STATIC_MEMBER = "template_static_member"
     INLINE_VARIABLE = "inline_variable"
     OTHER = "other"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 KIND_FUNCTION_LOCAL_STATIC = UniqueKind.FUNCTION_LOCAL_STATIC

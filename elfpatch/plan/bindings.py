@@ -7,26 +7,23 @@ plain data: ``--dry-run`` prints it, the writer executes it.
 
 from __future__ import annotations
 
-import enum
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from elfpatch.analysis.crosslib import SharedUse
+from elfpatch.base.text_enum import TextEnum
 from elfpatch.cxx.demangle import demangle
 from elfpatch.elf.symbols import DYNSYM
 from elfpatch.errors import UsageError
 
 
-class FixMode(str, enum.Enum):
+class FixMode(TextEnum):
     """``fix --to``: the binding UNIQUE symbols get; the value is the option's and the JSON's."""
 
     LOCAL = "local"
     WEAK_HIDDEN = "weak-hidden"
     GLOBAL = "global"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 MODE_LOCAL, MODE_WEAK_HIDDEN, MODE_GLOBAL = FixMode.LOCAL, FixMode.WEAK_HIDDEN, FixMode.GLOBAL
@@ -40,7 +37,7 @@ def fix_mode(given: FixMode | str) -> FixMode:
     return FixMode(given)
 
 
-class BindingTarget(str, enum.Enum):
+class BindingTarget(TextEnum):
     """What a change writes, as readelf would print binding (+ visibility)."""
 
     LOCAL = "LOCAL"
@@ -50,9 +47,6 @@ class BindingTarget(str, enum.Enum):
     # looks a default-visibility symbol up by name even when it is LOCAL, finds
     # nothing, and fails the first call through the PLT ("undefined symbol").
     LOCAL_HIDDEN = "LOCAL HIDDEN"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 # The short names the planner, writer and verifier use.
@@ -296,7 +290,7 @@ def _refusal(label: str, candidate: Candidate, use: SharedUse | None) -> Refusal
                    use.also_defined_by, use.referenced_count, use.also_defined_count)
 
 
-class _Why(str, enum.Enum):
+class _Why(TextEnum):
     """Why a symbol gets its target: only SHARED ones are refused by --strict and keep
     their guard variable shared too."""
 

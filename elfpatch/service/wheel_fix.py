@@ -35,7 +35,6 @@ renamed into OUTDIR.  Any error leaves OUTDIR as it was.
 
 from __future__ import annotations
 
-import enum
 import os
 import tempfile
 from collections.abc import Callable
@@ -43,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from elfpatch.base.regular_file import copy_bytes, new_file_mode, require_space
+from elfpatch.base.text_enum import TextEnum
 from elfpatch.errors import ElfpatchError, InputError
 from elfpatch.patch.staging import (
     ScratchFile,
@@ -86,7 +86,7 @@ from elfpatch.wheel.zipread import (
 )
 
 
-class WheelStatus(str, enum.Enum):
+class WheelStatus(TextEnum):
     """What became of one wheel; the value is the JSON's ``status``."""
 
     REPAIRED = "repaired"
@@ -94,9 +94,6 @@ class WheelStatus(str, enum.Enum):
     PLANNED = "planned"  # --dry-run
     REFUSED = "refused"  # --strict
     FAILED = "failed"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 # ELF members that are neither loaded nor run (relocatable objects, core
@@ -230,7 +227,6 @@ def _destination_errors(destinations: dict[str, Path], out_dir: str | None,
                                      hint="-w names the folder for the repaired wheels; give "
                                      "another one" if "inputs" in problem else None))
     return errors
-
 
 
 def _commit(staging: Staging, records: list[_WheelRecord], errors: list[ElfpatchError]) -> None:
