@@ -10,12 +10,18 @@ import contextlib
 import json
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from elfpatch import __version__
 from elfpatch.errors import EXIT_CODES_HELP, ElfpatchError, ExitCode
+
+if TYPE_CHECKING:  # for the signatures only: the commands import what they run
+    from pathlib import Path
+
+    from elfpatch.analysis.check import CheckResult
+    from elfpatch.plan.bindings import FixOptions
 
 
 def _echo(text: str, err: bool = False, nl: bool = True) -> None:
@@ -271,7 +277,7 @@ def _interrupts_deferred() -> Iterator[_LateInterrupts]:
             signal.signal(number, handler)
 
 
-def _report_interruption_from_files(destinations: Sequence[Any], started: int) -> None:
+def _report_interruption_from_files(destinations: Sequence[str | Path], started: int) -> None:
     """An interrupt that cut the run short: what was written, read off the files, exit 130."""
     import signal
 
@@ -299,7 +305,7 @@ def _emit_interruption(outcomes: Sequence[tuple[str | None, bool]]) -> None:
         _echo(f"  not written: {destination}", err=True)
 
 
-def _fix_wheels(paths: tuple[str, ...], wheel_dir: str | None, options: Any, dry_run: bool,
+def _fix_wheels(paths: tuple[str, ...], wheel_dir: str | None, options: FixOptions, dry_run: bool,
                 as_json: bool, quiet: bool = False, verbose: bool = False) -> None:
     """``fix -w OUTDIR``: repaired wheels; every wheel is written, or none."""
     from elfpatch import api
@@ -484,14 +490,14 @@ def check(paths: tuple[str, ...], config: str | None, output_format: str,
     sys.exit(ExitCode.OK if result.passed else ExitCode.FINDINGS)
 
 
-def _render_check(result: Any, output_format: str, verbose: bool) -> None:
+def _render_check(result: CheckResult, output_format: str, verbose: bool) -> None:
     if output_format in ("json", "sarif"):
         _emit_json(_check_json(result, output_format))
     else:
         _echo(_check_text(result, output_format, verbose, color=None), nl=False)
 
 
-def _check_json(result: Any, output_format: str) -> dict[str, Any]:
+def _check_json(result: CheckResult, output_format: str) -> dict[str, Any]:
     from elfpatch.report import check_report
 
     if output_format == "sarif":
@@ -501,7 +507,7 @@ def _check_json(result: Any, output_format: str) -> dict[str, Any]:
     return check_report.render_json(result)
 
 
-def _check_text(result: Any, output_format: str, verbose: bool, color: bool | None) -> str:
+def _check_text(result: CheckResult, output_format: str, verbose: bool, color: bool | None) -> str:
     """A text format; ``color=None``: as the terminal and NO_COLOR say."""
     from elfpatch.report import check_report
 
@@ -534,7 +540,8 @@ def _parse_outputs(given: tuple[str, ...]) -> list[tuple[str, str]]:
     return outputs
 
 
-def _write_check_outputs(result: Any, outputs: list[tuple[str, str]], verbose: bool) -> None:
+def _write_check_outputs(result: CheckResult, outputs: list[tuple[str, str]],
+                         verbose: bool) -> None:
     """Each extra report into its file, from the one analysis (text without colour)."""
     from elfpatch.base.regular_file import write_regular_text
     from elfpatch.errors import InputError
