@@ -15,6 +15,7 @@ from elfpatch.analysis.check import CheckRule
 from elfpatch.analysis.policy import Level
 from elfpatch.analysis.risks import RiskKind, Severity
 from elfpatch.analysis.unique import UniqueKind
+from elfpatch.loader.dlopen import BlockerKind
 from elfpatch.plan.bindings import BindingTarget, FixMode
 from elfpatch.service.wheel_fix import WheelStatus
 
@@ -75,6 +76,27 @@ def test_binding_targets() -> None:
         values(BindingTarget)
     member = ("properties", "wheels", "items", "properties", "members")
     assert set(at(schema("fix_wheels.schema.json"), *member, *change)) == values(BindingTarget)
+
+
+def _blocker_kinds(node: Any) -> list[set[str]]:
+    """The kind enums of every ``blockers`` array in a schema, wherever it sits."""
+    found = []
+    if isinstance(node, dict):
+        blockers = node.get("properties", {}).get("blockers")
+        if isinstance(blockers, dict):
+            found.append(set(blockers["items"]["properties"]["kind"]["enum"]))
+        for value in node.values():
+            found += _blocker_kinds(value)
+    elif isinstance(node, list):
+        for value in node:
+            found += _blocker_kinds(value)
+    return found
+
+
+@pytest.mark.parametrize("name", ["scan.schema.json", "check.schema.json"])
+def test_load_blocker_kinds(name: str) -> None:
+    kinds = _blocker_kinds(schema(name))
+    assert kinds and all(found == values(BlockerKind) for found in kinds)
 
 
 @pytest.mark.parametrize("name", ["BindingTarget", "CheckRule", "DestructorScope", "FixMode",

@@ -50,6 +50,7 @@ from itertools import accumulate, compress
 from pathlib import Path
 from typing import cast
 
+from elfpatch.base.text_enum import TextEnum
 from elfpatch.elf import constants as C
 from elfpatch.elf.columns import byte_mask
 from elfpatch.elf.file import ElfFile
@@ -75,14 +76,23 @@ HOST_CXX = "c++"
 _C_RUNTIME = ("libc.so.6",)
 _CXX_RUNTIME = ("libstdc++.so.6", "libm.so.6", "libgcc_s.so.1", "libc.so.6")
 
-# Blocker kinds: why dlclose leaves an object mapped.
-FIRST_UNIQUE = "first_unique_provider"
-NODELETE_FLAG = "nodelete_flag"
-BOUND_BY_PINNED = "bound_by_pinned"
-NEEDED_BY_PINNED = "needed_by_pinned"
-LOADED_BY_HOST = "loaded_by_host"
-MUSL = "musl"
-TLS_DESTRUCTORS = "thread_local_destructors"
+class BlockerKind(TextEnum):
+    """Why dlclose leaves an object mapped; the value is the JSON's ``kind``."""
+
+    FIRST_UNIQUE = "first_unique_provider"
+    NODELETE_FLAG = "nodelete_flag"
+    BOUND_BY_PINNED = "bound_by_pinned"
+    NEEDED_BY_PINNED = "needed_by_pinned"
+    LOADED_BY_HOST = "loaded_by_host"
+    MUSL = "musl"
+    TLS_DESTRUCTORS = "thread_local_destructors"
+
+
+# The short names the model uses.
+FIRST_UNIQUE, NODELETE_FLAG = BlockerKind.FIRST_UNIQUE, BlockerKind.NODELETE_FLAG
+BOUND_BY_PINNED, NEEDED_BY_PINNED = BlockerKind.BOUND_BY_PINNED, BlockerKind.NEEDED_BY_PINNED
+LOADED_BY_HOST, MUSL = BlockerKind.LOADED_BY_HOST, BlockerKind.MUSL
+TLS_DESTRUCTORS = BlockerKind.TLS_DESTRUCTORS
 
 CURES = {
     FIRST_UNIQUE: "elfpatch fix (UNIQUE to LOCAL or GLOBAL), or build with -fno-gnu-unique",
@@ -178,7 +188,7 @@ class Blocker:
     ``certain`` False: it pins only under a condition (TLS destructors).
     """
 
-    kind: str
+    kind: BlockerKind
     detail: str
     symbols: tuple[str, ...] = ()
     count: int = 0  # how many symbols in all
