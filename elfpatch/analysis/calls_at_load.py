@@ -30,7 +30,7 @@ from elfpatch.analysis.initializers import list_initializers
 from elfpatch.analysis.thread_exit import never_returns
 from elfpatch.elf import constants as C
 from elfpatch.elf.file import ElfFile
-from elfpatch.elf.symbols import read_dynsym
+from elfpatch.elf.symbols import exported_functions
 
 # The entry that stands for the object's initializers (DT_INIT, init_array, .ctors).
 INITIALIZERS = ""
@@ -151,8 +151,5 @@ class PltCalls:
 
     def _exported_functions(self) -> dict[str, int]:
         if self._own is None:
-            table = read_dynsym(self.elf)
-            self._own = {} if table is None else {
-                table.name(i): table.values[i] for i in table.exported_indices()
-                if table.symbol_types[i] in (C.STT_FUNC, C.STT_GNU_IFUNC) and table.values[i]}
+            self._own = exported_functions(self.elf, (C.STT_FUNC, C.STT_GNU_IFUNC))
         return self._own

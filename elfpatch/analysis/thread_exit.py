@@ -28,9 +28,8 @@ from elfpatch.analysis.effects import EffectsAnalyzer
 from elfpatch.analysis.effects.analyzer import MAX_FUNCTION_BYTES, MAX_UNSIZED_BYTES
 from elfpatch.analysis.effects.walk import got_target
 from elfpatch.analysis.initializers import list_initializers
-from elfpatch.elf import constants as C
 from elfpatch.elf.file import ElfFile
-from elfpatch.elf.symbols import read_dynsym
+from elfpatch.elf.symbols import exported_functions
 
 THREAD_ATEXIT = frozenset({"__cxa_thread_atexit", "__cxa_thread_atexit_impl"})
 FUNCTION_BUDGET = 2000  # functions read before giving up
@@ -53,7 +52,7 @@ def thread_destructor_at_load(elf: ElfFile, path: str) -> tuple[str, ...] | None
     analyzer = EffectsAnalyzer(elf)
     if not analyzer.supported:
         return None
-    calls = _Calls(analyzer, _own_functions(elf))
+    calls = _Calls(analyzer, exported_functions(elf))
     queue: deque[tuple[int, tuple[str, ...]]] = deque(
         (entry.address, (entry.symbol or hex(entry.address),))
         for entry in list_initializers(elf, path).followed if entry.address)
@@ -181,13 +180,3 @@ def never_returns(name: str | None) -> bool:
     """Whether a function of this name never returns to its caller (it throws or ends
     the process)."""
     return name is not None and (name in NEVER_RETURN or bool(_THROW_HELPER.match(name)))
-
-
-def _own_functions(elf: ElfFile) -> dict[str, int]:
-    """This library's exported functions by name: where a call through its PLT lands."""
-    table = read_dynsym(elf)
-    if table is None:
-        return {}
-    kinds, values = table.symbol_types, table.values
-    return {table.name(i): values[i] for i in table.exported_indices()
-            if kinds[i] == C.STT_FUNC and values[i]}

@@ -232,6 +232,19 @@ def read_dynsym(elf: ElfFile) -> SymbolTable | None:
     return _dynsym_from_dynamic(elf)
 
 
+def exported_functions(elf: ElfFile,
+                       types: Collection[int] = (C.STT_FUNC,)) -> dict[str, int]:
+    """The exported symbols of ``types`` defined at an address, by name: where another
+    object's call through its PLT to that name lands (a ``STT_GNU_IFUNC``'s address
+    is its resolver's, which runs when the slot is bound)."""
+    table = read_dynsym(elf)
+    if table is None:
+        return {}
+    kinds, values = table.symbol_types, table.values
+    return {table.name(i): values[i] for i in table.exported_indices()
+            if kinds[i] in types and values[i]}
+
+
 def _table_from_section(elf: ElfFile, section: Section, kind: str) -> SymbolTable:
     if section.entsize == 0 or section.size % section.entsize:
         raise elf.corrupt(f"{kind} size {section.size} is not a multiple of its entry size "
