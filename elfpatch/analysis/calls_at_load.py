@@ -31,9 +31,8 @@ from elfpatch.analysis.thread_exit import never_returns
 from elfpatch.elf import constants as C
 from elfpatch.elf.file import ElfFile
 from elfpatch.elf.symbols import exported_functions
+from elfpatch.loader.dlopen import INITIALIZERS  # the loader model's name for the initializers
 
-# The entry that stands for the object's initializers (DT_INIT, init_array, .ctors).
-INITIALIZERS = ""
 FUNCTION_BUDGET = 4000  # functions read per object before giving up
 _X86_64_BRANCH = re.compile(rb"[\xe8\xe9]")
 _BRANCHES = frozenset({"call", "jmp", "bl", "b"})
