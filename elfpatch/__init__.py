@@ -51,16 +51,21 @@ _PUBLIC = {
     "Severity": "elfpatch.analysis.risks", "RiskKind": "elfpatch.analysis.risks",
     "FixMode": "elfpatch.plan.bindings", "BindingTarget": "elfpatch.plan.bindings",
     "WheelStatus": "elfpatch.service.wheel_fix",
+    "InitializerKind": "elfpatch.elf.arrays", "UnitSource": "elfpatch.analysis.initializers",
+    "ClosurePhase": "elfpatch.analysis.init_order", "BlockerKind": "elfpatch.loader.dlopen",
+    "HostKind": "elfpatch.loader.dlopen", "DlopenMode": "elfpatch.loader.dlopen",
 }
 
 # Literal, for linters and type checkers; a test checks it lists _PUBLIC.
-__all__ = ["BindingTarget", "CheckResult", "CheckRule", "Clash", "ClosureEntry", "Coverage",
-           "DestructorScope", "ElfpatchError", "ExitCode", "FileScan", "Finding", "FixMode",
-           "FixPlan", "FixResult", "HostProfile", "InitializerEntry", "InitsResult", "Level",
+__all__ = ["BindingTarget", "BlockerKind", "CheckResult", "CheckRule", "Clash", "ClosureEntry",
+           "ClosurePhase", "Coverage", "DestructorScope", "DlopenMode", "ElfpatchError",
+           "ExitCode", "FileScan", "Finding", "FixMode", "FixPlan", "FixResult", "HostKind",
+           "HostProfile", "InitializerEntry", "InitializerKind", "InitsResult", "Level",
            "LibraryCheck", "LibraryFacts", "LibraryOutcome", "LibraryPlan", "MemberFix",
            "ObjectReport", "Policy", "Refusal", "Risk", "RiskKind", "ScanReport", "Severity",
-           "SymbolChange", "UniqueKind", "UniqueSymbol", "WheelFixResult", "WheelStatus",
-           "WheelsResult", "__version__", "check", "fix", "inits", "repair_wheels", "scan"]
+           "SymbolChange", "UniqueKind", "UniqueSymbol", "UnitSource", "WheelFixResult",
+           "WheelStatus", "WheelsResult", "__version__", "check", "fix", "inits", "repair_wheels",
+           "scan"]
 
 if TYPE_CHECKING:
     from typing import Any
@@ -73,13 +78,21 @@ if TYPE_CHECKING:
         LibraryCheck,
         LibraryFacts,
     )
-    from elfpatch.analysis.init_order import ClosureEntry, Coverage, InitsResult, ObjectReport
-    from elfpatch.analysis.initializers import InitializerEntry
+    from elfpatch.analysis.init_order import (
+        ClosureEntry,
+        ClosurePhase,
+        Coverage,
+        InitsResult,
+        ObjectReport,
+    )
+    from elfpatch.analysis.initializers import InitializerEntry, UnitSource
     from elfpatch.analysis.policy import DestructorScope, Level, Policy
     from elfpatch.analysis.risks import Risk, RiskKind, Severity
     from elfpatch.analysis.unique import FileScan, UniqueKind, UniqueSymbol
     from elfpatch.api import ScanReport, check, fix, inits, repair_wheels, scan
+    from elfpatch.elf.arrays import InitializerKind
     from elfpatch.errors import ElfpatchError, ExitCode
+    from elfpatch.loader.dlopen import BlockerKind, DlopenMode, HostKind
     from elfpatch.loader.host import HostProfile
     from elfpatch.plan.bindings import (
         BindingTarget,

@@ -33,9 +33,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from elfpatch.analysis.check import (
-    RULE_EXIT_DESTRUCTOR,
-    RULE_UNIQUE,
     CheckResult,
+    CheckRule,
     Clash,
     Finding,
     LibraryCheck,
@@ -133,12 +132,12 @@ def library(path: str, member: str | None, findings: list[tuple[str, str, str, s
 
 
 def unique_findings(count: int, prefix: str = "sym") -> list[tuple[str, str, str, str]]:
-    return [(RULE_UNIQUE, f"_Z{prefix}{i}", f"STB_GNU_UNIQUE variable: {prefix}{i}", "error")
+    return [(CheckRule.UNIQUE, f"_Z{prefix}{i}", f"STB_GNU_UNIQUE variable: {prefix}{i}", "error")
             for i in range(count)]
 
 
 def warnings(count: int) -> list[tuple[str, str, str, str]]:
-    return [(RULE_EXIT_DESTRUCTOR, f"obj{i}", f"obj{i} is destroyed at exit", "warn")
+    return [(CheckRule.EXIT_DESTRUCTOR, f"obj{i}", f"obj{i} is destroyed at exit", "warn")
             for i in range(count)]
 
 
@@ -179,7 +178,7 @@ AWKWARD_TEXT = st.text(st.characters(exclude_categories=("Cs",)), min_size=1, ma
 @example(path=" lead", member="tab\t", message="\u2028\x85\x00", reason="%")
 def test_github_round_trips_awkward_text(path: str, member: str, message: str,
                                          reason: str) -> None:
-    result = result_of(library(path, member, [(RULE_UNIQUE, "_Zx", message, "error")]))
+    result = result_of(library(path, member, [(CheckRule.UNIQUE, "_Zx", message, "error")]))
     result = dataclasses.replace(result, errors=(InputError(path, reason),))
     commands = read_commands(render_github(result))
     assert commands == [
@@ -332,7 +331,7 @@ def test_junit_of_hundreds_of_findings(schema: xmlschema.XMLSchema) -> None:
 def test_junit_with_awkward_names_clashes_and_inputs(schema: xmlschema.XMLSchema) -> None:
     member = 'lib/ü<&>"\x01.so'
     result = result_of(library("dist/a&b.whl", member,
-                               [(RULE_UNIQUE, "_Zx", "line one\nline \x1b two", "error")]),
+                               [(CheckRule.UNIQUE, "_Zx", "line one\nline \x1b two", "error")]),
                        library("plain/libfoo.so", None, warnings(1)))
     result = dataclasses.replace(
         result, clashes=(Clash("_ZN1a1bE", "a::b", (("a.whl", "a/x.so"), ("b.whl", "b/y.so"))),),

@@ -12,9 +12,7 @@ from support.build import cxxfilt
 
 from elfpatch.analysis.effects.names import is_constructor
 from elfpatch.analysis.unique import (
-    KIND_FUNCTION_LOCAL_STATIC,
-    KIND_INLINE_VARIABLE,
-    KIND_TEMPLATE_STATIC_MEMBER,
+    UniqueKind,
     classify,
 )
 from elfpatch.cxx.names import enclosing_scope, function_path, scope_parts
@@ -116,14 +114,14 @@ def test_template_static_member_with_operator_in_its_arguments() -> None:
     name = "_ZN1HIXadL_ZltRK1AS2_EEE1vE"
     text = "H<&(operator<(A const&, A const&))>::v"
     assert enclosing_scope(text) == "H<&(operator<(A const&, A const&))>"
-    assert classify(name, text) == KIND_TEMPLATE_STATIC_MEMBER
+    assert classify(name, text) == UniqueKind.TEMPLATE_STATIC_MEMBER
 
 
 def test_classify_uses_the_scope() -> None:
     assert classify("_ZN2ns6HolderIiE6memberE", "ns::Holder<int>::member") \
-        == KIND_TEMPLATE_STATIC_MEMBER
-    assert classify("_ZN6Config5levelE", "Config::level") == KIND_INLINE_VARIABLE
-    assert classify("_ZZ1fvE1x", "f()::x") == KIND_FUNCTION_LOCAL_STATIC
+        == UniqueKind.TEMPLATE_STATIC_MEMBER
+    assert classify("_ZN6Config5levelE", "Config::level") == UniqueKind.INLINE_VARIABLE
+    assert classify("_ZZ1fvE1x", "f()::x") == UniqueKind.FUNCTION_LOCAL_STATIC
 
 
 def test_constructors_are_known_through_the_path() -> None:

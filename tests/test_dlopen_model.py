@@ -35,14 +35,10 @@ from support.readelf import (
 )
 
 import elfpatch
-from elfpatch.analysis.check import RULE_CANNOT_LOAD, RULE_STAYS_LOADED
+from elfpatch.analysis.check import CheckRule
 from elfpatch.analysis.policy import Policy
 from elfpatch.loader.dlopen import (
-    BOUND_BY_PINNED,
-    FIRST_UNIQUE,
-    MUSL,
-    NODELETE_FLAG,
-    TLS_DESTRUCTORS,
+    BlockerKind,
     LoadHost,
     LoadVerdict,
     dlopen_verdict,
@@ -197,7 +193,7 @@ def test_the_first_provider_of_a_unique_name_stays(built: dict[str, Path], host:
     assert readelf_unique_definitions(library)
     predicted = assert_matches_loader(library, host, hosts)
     assert predicted.unloads is False
-    assert [b.kind for b in predicted.blockers] == [FIRST_UNIQUE]
+    assert [b.kind for b in predicted.blockers] == [BlockerKind.FIRST_UNIQUE]
     assert predicted.blockers[0].symbols == ("_ZZ7countervE5value",)
     marked = marked_nodelete(probe(hosts[host], library, debug=DEBUG).debug)
     assert "libfirst.so" in marked
@@ -242,7 +238,8 @@ def test_an_extension_that_brings_libstdcxx_in_is_pinned_by_it(
     predicted = assert_matches_loader(library, host, hosts)
     assert predicted.unloads is False
     blocker, = predicted.blockers
-    assert blocker.kind == BOUND_BY_PINNED and Path(blocker.via or "").name == "libstdc++.so.6"
+    assert blocker.kind == BlockerKind.BOUND_BY_PINNED
+    assert Path(blocker.via or "").name == "libstdc++.so.6"
     assert "_ZNKSt5ctypeIcE8do_widenEc" in blocker.symbols
     debug = probe(hosts[host], library, debug=DEBUG).debug
     assert "libstdc++.so.6" in marked_nodelete(debug)
@@ -263,7 +260,7 @@ def test_the_same_extension_unloads_in_a_cxx_host(built: dict[str, Path],
 def test_df_1_nodelete_keeps_the_library(built: dict[str, Path], host: str,
                                          hosts: dict[str, list[str]]) -> None:
     predicted = assert_matches_loader(built["nodelete"], host, hosts)
-    assert [b.kind for b in predicted.blockers] == [NODELETE_FLAG]
+    assert [b.kind for b in predicted.blockers] == [BlockerKind.NODELETE_FLAG]
     assert assert_matches_loader(built["plain"], host, hosts).unloads is True
 
 
@@ -273,7 +270,7 @@ def test_thread_local_destructors_are_a_condition_not_a_verdict(
     predicted = assert_matches_loader(built["tls"], host, hosts)
     assert predicted.unloads is True
     blocker, = predicted.blockers
-    assert blocker.kind == TLS_DESTRUCTORS and not blocker.certain
+    assert blocker.kind == BlockerKind.TLS_DESTRUCTORS and not blocker.certain
 
 
 @pytest.mark.parametrize("host", HOSTS)
@@ -284,7 +281,7 @@ def test_an_initializer_that_builds_a_thread_local_keeps_the_library(
     predicted = load_verdict(library, LoadHost.named(host))
     assert (predicted.loads, predicted.unloads) == (real.loaded, real.unloaded) == (True, False)
     blocker, = predicted.certain_blockers
-    assert blocker.kind == TLS_DESTRUCTORS
+    assert blocker.kind == BlockerKind.TLS_DESTRUCTORS
     assert blocker.symbols[-1] == "__cxa_thread_atexit" and "_ZN5EarlyC1Ev" in blocker.symbols
     # The model alone only flags the condition: the initializers decide.
     assert dlopen_verdict(library, LoadHost.named(host)).unloads is True
@@ -327,7 +324,7 @@ def test_fix_does_not_free_an_extension_libstdcxx_binds_to(
     elfpatch.fix(built["std"], output=fixed)
     predicted = assert_matches_loader(fixed, "python", hosts)
     assert predicted.unloads is False
-    assert [b.kind for b in predicted.blockers] == [BOUND_BY_PINNED]
+    assert [b.kind for b in predicted.blockers] == [BlockerKind.BOUND_BY_PINNED]
 
 
 # -- this machine's own libraries --------------------------------------------------------------
@@ -408,7 +405,7 @@ def test_scan_of_a_wheel_judges_members_in_python_as_installed(
     assert records["pkg/libuser.so"]["load"]["added"][:2] == ["pkg/libuser.so",
                                                               "pkg.libs/libdep.so"]
     ext = records["pkg/libext.so"]["load"]
-    assert [b["kind"] for b in ext["blockers"]] == [BOUND_BY_PINNED]
+    assert [b["kind"] for b in ext["blockers"]] == [BlockerKind.BOUND_BY_PINNED]
     assert "libstdc++.so.6" in ext["blockers"][0]["via"]
     assert records["pkg/libmissing.so"]["unloads_on_dlclose"] is None
     text = invoke("scan", str(wheel)).stdout
@@ -436,7 +433,7 @@ def test_a_musllinux_wheel_never_unloads(built: dict[str, Path], tmp_path: Path)
                        {"pkg/libplain.so": built["plain"].read_bytes()})
     record = elfpatch.scan(wheel).files[0]
     assert record.load is not None and record.unloads_on_dlclose is False
-    assert [b.kind for b in record.load.blockers] == [MUSL]
+    assert [b.kind for b in record.load.blockers] == [BlockerKind.MUSL]
 
 
 # -- check -----------------------------------------------------------------------------------
@@ -451,10 +448,10 @@ def test_check_gates_on_libraries_that_cannot_load_or_stay_loaded(
     result = elfpatch.check(wheel, config=config)
     assert not result.passed
     by_rule = {(f.rule, f.library): f for f in result.findings}
-    missing = by_rule[(RULE_CANNOT_LOAD, "pkg/libmissing.so")]
+    missing = by_rule[(CheckRule.CANNOT_LOAD, "pkg/libmissing.so")]
     assert missing.level == "error" and missing.subject == "libgone.so"
     assert "libgone.so: not found" in missing.message
-    pinned = by_rule[(RULE_STAYS_LOADED, "pkg/libext.so")]
+    pinned = by_rule[(CheckRule.STAYS_LOADED, "pkg/libext.so")]
     assert pinned.level == "warn" and "libstdc++.so.6" in pinned.message
     assert "cure: stop exporting" in pinned.message
     assert {f.library for f in result.findings} == {"pkg/libmissing.so", "pkg/libext.so"}
@@ -633,7 +630,7 @@ def test_a_thread_local_built_only_on_an_error_path_does_not_keep_the_library(
     if host != "c++":
         return  # libstdc++, brought in by it, binds to it: pinned for that reason
     assert real.unloaded
-    tls = [b for b in predicted.blockers if b.kind == TLS_DESTRUCTORS]
+    tls = [b for b in predicted.blockers if b.kind == BlockerKind.TLS_DESTRUCTORS]
     assert tls and not tls[0].certain  # a condition (a thread that builds one), not a pin
 
 
@@ -687,7 +684,7 @@ def test_lazy_slots_bound_while_initializers_run_pin_the_library(
     # libstdc++ bound some of its own lazy slots to the library while it loaded.
     assert bound and lazy_slots >= bound
     assert not real.unloaded
-    blocker = next(b for b in predicted.blockers if b.kind == BOUND_BY_PINNED)
+    blocker = next(b for b in predicted.blockers if b.kind == BlockerKind.BOUND_BY_PINNED)
     assert blocker.via is not None and blocker.via.endswith("libstdc++.so.6")
     assert set(blocker.symbols) & bound
     # The preset hides the instantiations; the library then unloads and still works.
@@ -760,7 +757,7 @@ def test_check_and_scan_take_the_host_and_rtld_now(
     library = str(called_back)
     assert elfpatch.check(library, config=config).passed
     held = elfpatch.check(library, config=config, now=True)
-    assert [f.rule for f in held.findings] == [RULE_STAYS_LOADED]
+    assert [f.rule for f in held.findings] == [CheckRule.STAYS_LOADED]
     assert "libcaller.so" in held.findings[0].message
     assert invoke("check", "--config", str(config), library).exit_code == 0
     assert invoke("check", "--config", str(config), "--now", library).exit_code == 1

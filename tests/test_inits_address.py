@@ -30,7 +30,7 @@ from support.inits import (
 )
 
 from elfpatch.analysis.init_order import analyse_object_fully
-from elfpatch.analysis.risks import KIND_CROSS_OBJECT, ObjectInitialisation, cross_object_risks
+from elfpatch.analysis.risks import ObjectInitialisation, RiskKind, cross_object_risks
 from elfpatch.elf.file import ElfFile
 
 LATE_NAME = "_Z9late_nameB5cxx11"  # std::string late_name
@@ -118,7 +118,7 @@ def test_cross_object_risks_matches_the_run(machine: str, program: str) -> None:
     objects = closure_objects(built.dir, order)
     found = cross_object_risks(objects, lookup)
     assert list(found) == [reader]
-    assert [(r.kind, r.object) for r in found[reader]] == [(KIND_CROSS_OBJECT, symbol)]
+    assert [(r.kind, r.object) for r in found[reader]] == [(RiskKind.CROSS_OBJECT, symbol)]
     # The same objects in an order where the definer's initializers run first: no risk.
     swapped = [ObjectInitialisation(o.label, len(order) - 1 - o.position, o.initializers,
                                     o.defines) for o in objects]

@@ -23,7 +23,7 @@ from conftest import run_elfpatch
 from elfpatch.fixtures import build
 from support.inits import DESTRUCTOR, inits_of, risks, scenario, toolchain
 
-from elfpatch.analysis.check import RULE_DESTRUCTION_ORDER, RULE_EXIT_DESTRUCTOR
+from elfpatch.analysis.check import CheckRule
 from elfpatch.analysis.policy import policy_from_table
 from elfpatch.errors import InputError
 from elfpatch.service.check import run_check
@@ -125,18 +125,18 @@ def test_exit_time_destructors_only_where_they_matter() -> None:
     buggy = scenario("destruction_order").path("buggy")
     every = findings(buggy, exit_time_destructors="error")
     assert {(rule, subject) for rule, subject, _level in every} >= {
-        (RULE_EXIT_DESTRUCTOR, "the_logger"), (RULE_EXIT_DESTRUCTOR, "the_service")}
+        (CheckRule.EXIT_DESTRUCTOR, "the_logger"), (CheckRule.EXIT_DESTRUCTOR, "the_service")}
     matter = findings(buggy, exit_time_destructors="error",
                       exit_time_destructors_scope="read-at-exit")
     assert [(rule, subject) for rule, subject, _level in matter
-            if rule == RULE_EXIT_DESTRUCTOR] == [(RULE_EXIT_DESTRUCTOR, "the_logger")]
+            if rule == CheckRule.EXIT_DESTRUCTOR] == [(CheckRule.EXIT_DESTRUCTOR, "the_logger")]
 
 
 def test_destruction_order_has_its_own_level() -> None:
     buggy = scenario("destruction_order").path("buggy")
     gated = findings(buggy, destruction_order="error", exit_time_destructors="ignore")
     assert [(rule, level) for rule, _subject, level in gated] == [
-        (RULE_DESTRUCTION_ORDER, "error")]
+        (CheckRule.DESTRUCTION_ORDER, "error")]
     assert gated[0][1].endswith("->the_logger")
     assert findings(buggy, destruction_order="ignore", exit_time_destructors="ignore") == []
 

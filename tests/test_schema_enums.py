@@ -12,10 +12,13 @@ from typing import Any
 import pytest
 
 from elfpatch.analysis.check import CheckRule
+from elfpatch.analysis.init_order import ClosurePhase
+from elfpatch.analysis.initializers import UnitSource
 from elfpatch.analysis.policy import Level
 from elfpatch.analysis.risks import RiskKind, Severity
 from elfpatch.analysis.unique import UniqueKind
-from elfpatch.loader.dlopen import BlockerKind
+from elfpatch.elf.arrays import InitializerKind
+from elfpatch.loader.dlopen import BlockerKind, DlopenMode
 from elfpatch.plan.bindings import BindingTarget, FixMode
 from elfpatch.service.wheel_fix import WheelStatus
 
@@ -62,6 +65,40 @@ def test_risk_severities_and_kinds() -> None:
     assert set(at(inits, *RISKS, "kind")) == values(RiskKind)
 
 
+def test_initializer_kinds_sources_and_closure_phases() -> None:
+    inits = schema("inits.schema.json")
+    assert set(at(inits, "$defs", "entry", "properties", "kind")) == values(InitializerKind)
+    # A whole entry is named from DWARF, its STT_FILE symbol or its own name; a part of a
+    # merged (-flto) one from DWARF, its name or what it constructs.
+    assert set(at(inits, "$defs", "entry", "properties", "translation_unit_source")) == \
+        values(UnitSource) - {UnitSource.CONSTRUCTED.value} | {None}
+    assert set(at(inits, "$defs", "part", "properties", "translation_unit_source")) == \
+        values(UnitSource) - {UnitSource.FILE_SYMBOL.value} | {None}
+    phase = ("properties", "closure", "items", "properties", "phase")
+    assert set(at(inits, *phase)) == values(ClosurePhase)
+
+
+def _load_modes(node: Any) -> list[set[str]]:
+    """The mode enums of every loader verdict (an object with ``blockers``) in a schema."""
+    found = []
+    if isinstance(node, dict):
+        properties = node.get("properties", {})
+        if isinstance(properties.get("blockers"), dict):
+            found.append(set(properties["mode"]["enum"]))
+        for value in node.values():
+            found += _load_modes(value)
+    elif isinstance(node, list):
+        for value in node:
+            found += _load_modes(value)
+    return found
+
+
+@pytest.mark.parametrize("name", ["scan.schema.json", "check.schema.json"])
+def test_load_modes(name: str) -> None:
+    modes = _load_modes(schema(name))
+    assert modes and all(found == values(DlopenMode) for found in modes)
+
+
 def test_fix_modes_and_wheel_statuses() -> None:
     assert set(at(schema("fix.schema.json"), "properties", "mode")) == values(FixMode) | {None}
     wheels = schema("fix_wheels.schema.json")
@@ -99,8 +136,10 @@ def test_load_blocker_kinds(name: str) -> None:
     assert kinds and all(found == values(BlockerKind) for found in kinds)
 
 
-@pytest.mark.parametrize("name", ["BindingTarget", "CheckRule", "DestructorScope", "FixMode",
-                                  "Level", "RiskKind", "Severity", "UniqueKind", "WheelStatus"])
+@pytest.mark.parametrize("name", ["BindingTarget", "BlockerKind", "CheckRule", "ClosurePhase",
+                                  "DestructorScope", "DlopenMode", "FixMode", "HostKind",
+                                  "InitializerKind", "Level", "RiskKind", "Severity",
+                                  "UniqueKind", "UnitSource", "WheelStatus"])
 def test_exported_enums_read_as_their_values(name: str) -> None:
     """Each is exported from elfpatch and is its value wherever a string is written."""
     import elfpatch

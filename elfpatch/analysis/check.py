@@ -45,13 +45,6 @@ class CheckRule(TextEnum):
 
 
 # The names the reports and tests import.
-RULE_UNIQUE = CheckRule.UNIQUE
-RULE_INITIALIZERS = CheckRule.INITIALIZERS
-RULE_EXIT_DESTRUCTOR = CheckRule.EXIT_DESTRUCTOR
-RULE_INIT_ORDER = CheckRule.INIT_ORDER
-RULE_DESTRUCTION_ORDER = CheckRule.DESTRUCTION_ORDER
-RULE_CANNOT_LOAD = CheckRule.CANNOT_LOAD
-RULE_STAYS_LOADED = CheckRule.STAYS_LOADED
 
 
 @dataclass(frozen=True)
@@ -166,9 +159,8 @@ def facts_of(elf: ElfFile, source: ElfSource, need_effects: bool,
     if need_effects and count:
         from elfpatch.analysis.init_order import analyse_object
         from elfpatch.analysis.risks import (
-            KIND_DESTRUCTION_ORDER,
-            KIND_EXIT_DESTRUCTOR,
-            SEVERITY_ERROR,
+            RiskKind,
+            Severity,
         )
 
         report, _ = analyse_object(elf, source.path, source.member, listing, alongside)
@@ -176,11 +168,11 @@ def facts_of(elf: ElfFile, source: ElfSource, need_effects: bool,
         registered: list[tuple[Risk, str]] = []
         for risk in report.risks:
             reader = _reader_name(risk, names)
-            if risk.kind == KIND_EXIT_DESTRUCTOR:
+            if risk.kind == RiskKind.EXIT_DESTRUCTOR:
                 registered.append((risk, reader))
-            elif risk.kind == KIND_DESTRUCTION_ORDER:
+            elif risk.kind == RiskKind.DESTRUCTION_ORDER:
                 destruction_errors.append((reader, risk.object, risk.message))
-            elif risk.severity == SEVERITY_ERROR:
+            elif risk.severity == Severity.ERROR:
                 order_errors.append((reader, risk.object, risk.message))
         destructors = _destructor_subjects(registered)
     declared = _declarations(elf, scan) if need_sources else ()
@@ -275,7 +267,7 @@ def distinct_keys(keys: list[str]) -> list[str]:
 def _unique_findings(facts: LibraryFacts, policy: Policy) -> list[Finding]:
     if policy.unique is Level.IGNORE:
         return []
-    return [Finding(facts.identity, RULE_UNIQUE, symbol.name,
+    return [Finding(facts.identity, CheckRule.UNIQUE, symbol.name,
                     f"STB_GNU_UNIQUE {symbol.kind.replace('_', ' ')}: {symbol.demangled}",
                     policy.unique)
             for symbol in facts.scan.dynamic_unique_definitions
@@ -286,7 +278,7 @@ def _budget_findings(facts: LibraryFacts, policy: Policy) -> list[Finding]:
     budget = policy.initializer_budget(facts.identity)
     if budget is None or facts.initializers <= budget:
         return []
-    return [Finding(facts.identity, RULE_INITIALIZERS, str(budget),
+    return [Finding(facts.identity, CheckRule.INITIALIZERS, str(budget),
                     f"{facts.initializers} static initializers, over the budget of {budget}",
                     Level.ERROR)]
 
@@ -296,16 +288,16 @@ def _effect_findings(facts: LibraryFacts, policy: Policy) -> list[Finding]:
     if policy.exit_time_destructors is not Level.IGNORE:
         # "read-at-exit": only the objects a destructor, atexit function or thread reads.
         every = policy.exit_time_destructors_scope is DestructorScope.ALL
-        findings += [Finding(facts.identity, RULE_EXIT_DESTRUCTOR, obj, message,
+        findings += [Finding(facts.identity, CheckRule.EXIT_DESTRUCTOR, obj, message,
                              policy.exit_time_destructors)
                      for obj, message, read in facts.exit_destructors if every or read]
     if policy.init_order is not Level.IGNORE:
-        findings += [Finding(facts.identity, RULE_INIT_ORDER, f"{reader}->{obj}", message,
+        findings += [Finding(facts.identity, CheckRule.INIT_ORDER, f"{reader}->{obj}", message,
                              policy.init_order)
                      for reader, obj, message in facts.init_order_errors]
     if policy.destruction_order is not Level.IGNORE:
-        findings += [Finding(facts.identity, RULE_DESTRUCTION_ORDER, f"{reader}->{obj}", message,
-                             policy.destruction_order)
+        findings += [Finding(facts.identity, CheckRule.DESTRUCTION_ORDER, f"{reader}->{obj}",
+                             message, policy.destruction_order)
                      for reader, obj, message in facts.destruction_order_errors]
     return findings
 
@@ -318,12 +310,12 @@ def _load_findings(facts: LibraryFacts, policy: Policy) -> list[Finding]:
     if not verdict.loads:
         if policy.cannot_load is Level.IGNORE:
             return []
-        return [Finding(facts.identity, RULE_CANNOT_LOAD, error.split(":", 1)[0],
+        return [Finding(facts.identity, CheckRule.CANNOT_LOAD, error.split(":", 1)[0],
                         f"dlopen in {verdict.host} fails: {error}", policy.cannot_load)
                 for error in verdict.load_errors]
     if verdict.unloads or policy.stays_loaded is Level.IGNORE:
         return []
-    return [Finding(facts.identity, RULE_STAYS_LOADED,
+    return [Finding(facts.identity, CheckRule.STAYS_LOADED,
                     blocker.kind if blocker.via is None else f"{blocker.kind}:{blocker.via}",
                     _blocker_message(verdict.host, blocker), policy.stays_loaded)
             for blocker in verdict.certain_blockers]

@@ -34,6 +34,7 @@ from elfpatch.analysis.risks import (
     registrations,
 )
 from elfpatch.base.alongside import Alongside, in_turn
+from elfpatch.base.text_enum import TextEnum
 from elfpatch.elf import constants as C
 from elfpatch.elf.file import ElfFile
 from elfpatch.elf.symbols import read_dynsym, read_symtab
@@ -42,8 +43,11 @@ from elfpatch.errors import ElfpatchError
 T = TypeVar("T")
 
 
-PHASE_PREINIT = "preinit_array"  # an executable's DT_PREINIT_ARRAY alone
-PHASE_INITIALIZERS = "initializers"  # everything else the object runs at load
+class ClosurePhase(TextEnum):
+    """What of an object's load-time code one step of a closure's run order runs."""
+
+    PREINIT_ARRAY = "preinit_array"  # an executable's DT_PREINIT_ARRAY alone
+    INITIALIZERS = "initializers"  # everything else the object runs at load
 
 
 @dataclass(frozen=True)
@@ -82,7 +86,7 @@ class ClosureEntry:
 
     path: str
     soname: str | None
-    phase: str = PHASE_INITIALIZERS
+    phase: ClosurePhase = ClosurePhase.INITIALIZERS
 
 
 @dataclass(frozen=True)

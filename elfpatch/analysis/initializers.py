@@ -28,19 +28,19 @@ from dataclasses import dataclass
 from functools import cached_property
 from itertools import compress
 
+from elfpatch.base.text_enum import TextEnum
 from elfpatch.cxx.demangle import demangle
 from elfpatch.elf import constants as C
-from elfpatch.elf.arrays import ArrayLocation, ArraySlot, SlotResolver, array_locations
+from elfpatch.elf.arrays import (
+    LEGACY_ARRAYS,
+    ArrayLocation,
+    ArraySlot,
+    InitializerKind,
+    SlotResolver,
+    array_locations,
+)
 from elfpatch.elf.file import ElfFile
 from elfpatch.elf.symbols import SymbolTable, read_dynsym, read_symtab
-
-KIND_PREINIT = "preinit_array"
-KIND_INIT = "init"
-KIND_INIT_ARRAY = "init_array"
-KIND_CTORS = "ctors"
-KIND_FINI_ARRAY = "fini_array"
-KIND_FINI = "fini"
-KIND_DTORS = "dtors"
 
 # gcc: _GLOBAL__sub_I.00200_<x>; clang: _GLOBAL__I_000200
 _GCC_PRIORITY = re.compile(r"^_GLOBAL__sub_[ID]\.(\d{5})_")
@@ -52,10 +52,16 @@ _MERGED = re.compile(r"^_sub_[ID]_\d{5}_\d+(\.\d+)?$")
 # DWARF's name for the compile units of link-time optimised code.
 _ARTIFICIAL_UNIT = "<artificial>"
 
-SOURCE_DWARF = "dwarf"
-SOURCE_FILE_SYMBOL = "file symbol"
-SOURCE_SYMBOL_NAME = "symbol name"
-SOURCE_CONSTRUCTED = "constructed object"
+
+class UnitSource(TextEnum):
+    """Where an initializer's translation unit was named from; the JSON's
+    ``translation_unit_source``."""
+
+    DWARF = "dwarf"  # the compile unit that holds its address
+    FILE_SYMBOL = "file symbol"  # the STT_FILE symbol before its local symbol in .symtab
+    SYMBOL_NAME = "symbol name"  # the name gcc or clang gives a TU's initializer
+    CONSTRUCTED = "constructed object"  # a merged initializer's part, by what it builds
+
 
 # The C runtime's own entries: not user code, but listed so the order is complete.
 RUNTIME_ENTRIES = frozenset({"frame_dummy", "__do_global_dtors_aux", "_init", "_fini",
@@ -71,18 +77,18 @@ class InitializerPart:
     symbol: str | None
     demangled: str | None
     translation_unit: str | None
-    translation_unit_source: str | None  # "dwarf", "symbol name" or "constructed object"
+    translation_unit_source: UnitSource | None  # never FILE_SYMBOL
 
 
 @dataclass(frozen=True)
 class InitializerEntry:
-    kind: str
+    kind: InitializerKind
     index: int  # position within its array (0 for DT_INIT/DT_FINI)
     address: int | None  # None when the slot could not be resolved
     symbol: str | None
     demangled: str | None
     translation_unit: str | None
-    translation_unit_source: str | None  # "dwarf", "file symbol" or "symbol name"
+    translation_unit_source: UnitSource | None  # never CONSTRUCTED
     priority: int | None
     registers_destructor: bool = False
     parts: tuple[InitializerPart, ...] = ()  # a merged initializer's, once analysed
@@ -236,15 +242,15 @@ def _units_of(elf: ElfFile, addresses: list[int]) -> dict[int, str]:
 
 
 def _translation_unit(address: int | None, symbol: str | None, units: UnitFinder,
-                      files: dict[int, str]) -> tuple[str | None, str | None]:
+                      files: dict[int, str]) -> tuple[str | None, UnitSource | None]:
     """(translation unit, where its name came from): DWARF, STT_FILE, gcc's naming."""
-    found = [(units.unit(address) if address is not None else None, SOURCE_DWARF),
-             (files.get(address) if address is not None else None, SOURCE_FILE_SYMBOL),
-             (unit_from_symbol(symbol), SOURCE_SYMBOL_NAME)]
+    found = [(units.unit(address) if address is not None else None, UnitSource.DWARF),
+             (files.get(address) if address is not None else None, UnitSource.FILE_SYMBOL),
+             (unit_from_symbol(symbol), UnitSource.SYMBOL_NAME)]
     return next(((name, source) for name, source in found if name), (None, None))
 
 
-def _entry(kind: str, index: int, address: int | None, symbol: str | None,
+def _entry(kind: InitializerKind, index: int, address: int | None, symbol: str | None,
            units: UnitFinder, files: dict[int, str]) -> InitializerEntry:
     unit, source = _translation_unit(address, symbol, units, files)
     return InitializerEntry(
@@ -278,18 +284,18 @@ def name_part(units: UnitFinder, position: int, address: int | None, symbol: str
     # A function-local static (and any guard variable) is not what names a TU.
     first = next((s for s in constructs if not s.startswith(("_ZZ", "_ZGV"))), None)
     if unit is None and first is not None:
-        unit, source = f"the TU constructing {demangle_label(first)}", SOURCE_CONSTRUCTED
+        unit, source = f"the TU constructing {demangle_label(first)}", UnitSource.CONSTRUCTED
     return InitializerPart(position, address, symbol, demangle(symbol) if symbol else None,
                            unit, source)
 
 
-def _slots_by_kind(elf: ElfFile) -> dict[str, list[ArraySlot]]:
+def _slots_by_kind(elf: ElfFile) -> dict[InitializerKind, list[ArraySlot]]:
     locations = array_locations(elf)
     resolver = SlotResolver(elf, locations)
-    slots: dict[str, list[ArraySlot]] = {}
+    slots: dict[InitializerKind, list[ArraySlot]] = {}
     for location in locations:
         resolved = resolver.resolve(location)
-        if location.kind in (KIND_CTORS, KIND_DTORS) and not _has_runner(resolved):
+        if location.kind in LEGACY_ARRAYS and not _has_runner(resolved):
             continue
         slots[location.kind] = [s for s in resolved if not _is_sentinel(location, s)]
     return slots
@@ -335,7 +341,7 @@ def _exported_functions(elf: ElfFile) -> list[tuple[int, str]]:
 
 def _is_sentinel(location: ArrayLocation, slot: ArraySlot) -> bool:
     """.ctors/.dtors start with -1 and end with 0."""
-    if location.kind not in (KIND_CTORS, KIND_DTORS) or slot.target is None:
+    if location.kind not in LEGACY_ARRAYS or slot.target is None:
         return False
     return slot.target == 0 or slot.target in _ALL_ONES
 
@@ -351,7 +357,7 @@ def list_initializers(elf: ElfFile, path: str, member: str | None = None) -> Obj
     units = UnitFinder(elf)
     units.prime(addresses)
 
-    def from_slots(kind: str, reverse: bool = False) -> list[InitializerEntry]:
+    def from_slots(kind: InitializerKind, reverse: bool = False) -> list[InitializerEntry]:
         group = slots.get(kind, [])
         ordered = reversed(group) if reverse else group
         return [_entry(kind, s.index, s.target, s.symbol or _name(s.target), units,
@@ -361,16 +367,17 @@ def list_initializers(elf: ElfFile, path: str, member: str | None = None) -> Obj
         key = _key(elf, address)
         return None if key is None else names.get(key)
 
-    def single(kind: str, address: int | None) -> list[InitializerEntry]:
+    def single(kind: InitializerKind, address: int | None) -> list[InitializerEntry]:
         return [_entry(kind, 0, address, names.get(address), units, namer.files)] \
             if address else []
 
-    initializers = [*(from_slots(KIND_PREINIT) if elf.header.type == C.ET_EXEC
+    kind = InitializerKind
+    initializers = [*(from_slots(kind.PREINIT_ARRAY) if elf.header.type == C.ET_EXEC
                       or _is_executable(elf) else []),
-                    *single(KIND_INIT, init), *from_slots(KIND_CTORS, reverse=True),
-                    *from_slots(KIND_INIT_ARRAY)]
-    finalizers = [*from_slots(KIND_FINI_ARRAY, reverse=True), *from_slots(KIND_DTORS),
-                  *single(KIND_FINI, fini)]
+                    *single(kind.INIT, init), *from_slots(kind.CTORS, reverse=True),
+                    *from_slots(kind.INIT_ARRAY)]
+    finalizers = [*from_slots(kind.FINI_ARRAY, reverse=True), *from_slots(kind.DTORS),
+                  *single(kind.FINI, fini)]
     initializers, finalizers = _with_nearest(elf, initializers), _with_nearest(elf, finalizers)
     return ObjectInits(path, member, elf.header.machine_name, elf.header.type_name,
                        tuple(initializers), tuple(finalizers))

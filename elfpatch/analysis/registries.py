@@ -51,8 +51,6 @@ from elfpatch.analysis.effects.summary import (
     rekeyed,
 )
 from elfpatch.analysis.risks import (
-    SEVERITY_ERROR,
-    SEVERITY_WARNING,
     AnalysedInitializer,
     Risk,
     RiskKind,
@@ -60,7 +58,6 @@ from elfpatch.analysis.risks import (
 )
 from elfpatch.cxx.demangle import demangle
 
-KIND_REGISTRATION_ORDER = RiskKind.REGISTRATION_ORDER
 MARKS = BARE + ANCHOR
 # How far a registry function is followed for its role: its insertion or look-up
 # and the container code they call (an initializer is followed further).
@@ -68,7 +65,6 @@ ROLE_DEPTH = 3
 ROLE_FUNCTIONS = 32
 # How many functions of one object are read for their role at most (``_likeliest``).
 MAX_ROLE_FUNCTIONS = 64
-KIND_REGISTRATION_LINK_ORDER = RiskKind.LINK_ORDER
 
 
 @dataclass(frozen=True)
@@ -269,14 +265,14 @@ def _lookup_risk(use: KeyedUse, role: FunctionRole,
     earlier = [(u, r) for u, r in matching if u.runs_at < use.runs_at]
     if not earlier:
         registrar, registry = matching[0]
-        return _risk(SEVERITY_ERROR, KIND_REGISTRATION_ORDER, use, role, registrar, registry,
+        return _risk(Severity.ERROR, RiskKind.REGISTRATION_ORDER, use, role, registrar, registry,
                      "runs only after it: the look-up finds nothing (static initialization "
                      "order fiasco); look it up on first use (or in main), not from an "
                      "initializer")
     if any(_certain(use, u, depends) for u, _ in earlier):
         return None
     registrar, registry = earlier[0]
-    return _risk(SEVERITY_WARNING, KIND_REGISTRATION_LINK_ORDER, use, role, registrar,
+    return _risk(Severity.WARNING, RiskKind.LINK_ORDER, use, role, registrar,
                  registry, "runs first only because of the link order (of the TUs, or of "
                  "DT_NEEDED entries that do not depend on each other): correct by chance")
 

@@ -36,13 +36,13 @@ from dataclasses import dataclass, field
 
 from elfpatch.analysis.effects import AtExit, Effects
 from elfpatch.analysis.initializers import (
-    KIND_PREINIT,
     InitializerEntry,
     InitializerPart,
     demangle_label,
 )
 from elfpatch.base.text_enum import TextEnum
 from elfpatch.cxx.demangle import demangle
+from elfpatch.elf.arrays import InitializerKind
 
 
 class Severity(TextEnum):
@@ -62,16 +62,6 @@ class RiskKind(TextEnum):
     DESTRUCTION_ORDER = "destruction-order"
     CROSS_OBJECT_DESTRUCTION = "cross-object-destruction-order"
     REGISTRATION_ORDER = "registration-order"
-
-
-# The short names the analyses use.
-SEVERITY_ERROR, SEVERITY_WARNING = Severity.ERROR, Severity.WARNING
-KIND_INIT_ORDER = RiskKind.INIT_ORDER
-KIND_LINK_ORDER = RiskKind.LINK_ORDER
-KIND_CROSS_OBJECT = RiskKind.CROSS_OBJECT
-KIND_EXIT_DESTRUCTOR = RiskKind.EXIT_DESTRUCTOR
-KIND_DESTRUCTION_ORDER = RiskKind.DESTRUCTION_ORDER
-KIND_CROSS_OBJECT_DESTRUCTION = RiskKind.CROSS_OBJECT_DESTRUCTION
 
 
 @dataclass(frozen=True)
@@ -259,23 +249,23 @@ def _order_risk(reader: AnalysedInitializer, constructor: AnalysedInitializer, s
                 later: bool, objects: Objects, registers: bool = False) -> Risk:
     name = objects.shown(symbol)
     if later and registers:
-        severity, kind = SEVERITY_ERROR, KIND_INIT_ORDER
+        severity, kind = Severity.ERROR, RiskKind.INIT_ORDER
         message = (f"{reader.unit} writes into {name} (a registration) before "
                    f"{constructor.unit} constructs it, and the constructor then discards or "
                    "corrupts what was written (static initialization order fiasco); make "
                    "it a function-local static that registrations reach through a function")
     elif later:
-        severity, kind = SEVERITY_ERROR, KIND_INIT_ORDER
+        severity, kind = Severity.ERROR, RiskKind.INIT_ORDER
         message = (f"{reader.unit} reads {name} before {constructor.unit} constructs it "
                    "(static initialization order fiasco); make it constinit/constexpr or a "
                    "function-local static")
     elif registers:
-        severity, kind = SEVERITY_WARNING, KIND_LINK_ORDER
+        severity, kind = Severity.WARNING, RiskKind.LINK_ORDER
         message = (f"{reader.unit} writes into {name} (a registration), constructed by "
                    f"{constructor.unit}: correct only because that initializer runs first "
                    "(link order or init_priority)")
     else:
-        severity, kind = SEVERITY_WARNING, KIND_LINK_ORDER
+        severity, kind = Severity.WARNING, RiskKind.LINK_ORDER
         message = (f"{reader.unit} reads {name}, constructed by {constructor.unit}: correct "
                    "only because that initializer runs first (link order or init_priority)")
     return Risk(severity, kind, reader.label, objects.label(symbol), constructor.label,
@@ -291,7 +281,7 @@ def _inline_risk(item: AnalysedInitializer, symbol: str, objects: Objects) -> Ri
     order = "the order link-time optimisation merged the initializers" \
         if item.part is not None or item.entry.symbol else \
         "declaration order within one TU, or the order link-time optimisation merged the TUs"
-    return Risk(SEVERITY_ERROR, KIND_INIT_ORDER, item.label, objects.label(symbol), item.label,
+    return Risk(Severity.ERROR, RiskKind.INIT_ORDER, item.label, objects.label(symbol), item.label,
                 f"{item.unit} reads {objects.shown(symbol)} before the code inlined after it "
                 f"constructs it (static initialization order fiasco, in {order}); make it "
                 "constinit/constexpr or a function-local static", reader_part=item.position,
@@ -338,7 +328,7 @@ def destructor_risks(initializers: Sequence[AnalysedInitializer],
             target = objects.label(key) if key else "an object"
             destructor = _destructor_name(registration)
             risks.append(Risk(
-                SEVERITY_WARNING, KIND_EXIT_DESTRUCTOR, item.label, target, item.label,
+                Severity.WARNING, RiskKind.EXIT_DESTRUCTOR, item.label, target, item.label,
                 f"{item.unit} registers {destructor} for {demangle_label(target)} to run at exit; "
                 "anything using it after that (other destructors, detached threads) reads a "
                 "destroyed object; never destroying it avoids that",
@@ -382,7 +372,7 @@ def _destruction_risk(reader: Registration, destroyer: Registration, symbol: str
                       objects: Objects) -> Risk:
     function = _registered(reader.atexit, objects)
     first = _registered(destroyer.atexit, objects)
-    return Risk(SEVERITY_ERROR, KIND_DESTRUCTION_ORDER, _code_label(reader.atexit),
+    return Risk(Severity.ERROR, RiskKind.DESTRUCTION_ORDER, _code_label(reader.atexit),
                 objects.label(symbol), destroyer.atexit.destructor,
                 f"at exit {function} reads {objects.shown(symbol)}, which {first} has already "
                 f"destroyed: {destroyer.item.unit} registered that destructor after "
@@ -424,7 +414,7 @@ class ObjectInitialisation:
 def _run_position(reader: ObjectInitialisation, item: AnalysedInitializer) -> int:
     """Where ``item`` runs among the closure's objects: a program's preinit array
     runs before every library's initializers, the rest at the object's place."""
-    return -1 if item.entry.kind == KIND_PREINIT else reader.position
+    return -1 if item.entry.kind == InitializerKind.PREINIT_ARRAY else reader.position
 
 
 def _constructor(symbol: str, ordered: Sequence[ObjectInitialisation],
@@ -471,7 +461,7 @@ def cross_object_risks(objects: Sequence[ObjectInitialisation],
                 if definer is reader or definer.position < runs_at:
                     continue
                 risks.setdefault(reader.label, []).append(Risk(
-                    SEVERITY_ERROR, KIND_CROSS_OBJECT, item.label, symbol, constructor.label,
+                    Severity.ERROR, RiskKind.CROSS_OBJECT, item.label, symbol, constructor.label,
                     f"{reader.label}: {item.unit} reads {demangle(symbol)}, which "
                     f"{definer.label} constructs in an initializer that runs later; make it "
                     "constinit/constexpr or reach it through a function-local static",
@@ -504,7 +494,7 @@ def cross_object_destruction_risks(objects: Sequence[ObjectInitialisation],
                 if destroyer is None:
                     continue
                 risks.setdefault(reader.label, []).append(Risk(
-                    SEVERITY_ERROR, KIND_CROSS_OBJECT_DESTRUCTION,
+                    Severity.ERROR, RiskKind.CROSS_OBJECT_DESTRUCTION,
                     registration.atexit.destructor or "?", symbol, destroyer.atexit.destructor,
                     f"{reader.label}: at exit {_registered(registration.atexit)} reads "
                     f"{demangle(symbol)}, which {definer.label} destroys first (its "

@@ -34,18 +34,13 @@ class UniqueKind(TextEnum):
     OTHER = "other"
 
 
-KIND_FUNCTION_LOCAL_STATIC = UniqueKind.FUNCTION_LOCAL_STATIC
-KIND_GUARD_VARIABLE = UniqueKind.GUARD_VARIABLE
-KIND_TEMPLATE_STATIC_MEMBER = UniqueKind.TEMPLATE_STATIC_MEMBER
-KIND_INLINE_VARIABLE = UniqueKind.INLINE_VARIABLE
-KIND_OTHER = UniqueKind.OTHER
 
 KIND_DESCRIPTIONS = {
-    KIND_FUNCTION_LOCAL_STATIC: "static local of an inline/template function",
-    KIND_GUARD_VARIABLE: "guard variable of a static",
-    KIND_TEMPLATE_STATIC_MEMBER: "static data member of a class template",
-    KIND_INLINE_VARIABLE: "inline variable or static member of a class",
-    KIND_OTHER: "other",
+    UniqueKind.FUNCTION_LOCAL_STATIC: "static local of an inline/template function",
+    UniqueKind.GUARD_VARIABLE: "guard variable of a static",
+    UniqueKind.TEMPLATE_STATIC_MEMBER: "static data member of a class template",
+    UniqueKind.INLINE_VARIABLE: "inline variable or static member of a class",
+    UniqueKind.OTHER: "other",
 }
 
 # A C identifier that is not an Itanium (_Z) or D (_D<digit>) mangled name.
@@ -110,20 +105,20 @@ class FileScan:
 def classify(name: str, demangled: str) -> UniqueKind:
     """The kind of C++ entity a mangled symbol names."""
     if name.startswith("_ZGV"):
-        return KIND_GUARD_VARIABLE
+        return UniqueKind.GUARD_VARIABLE
     if name.startswith("_ZZ"):
-        return KIND_FUNCTION_LOCAL_STATIC
+        return UniqueKind.FUNCTION_LOCAL_STATIC
     if _PLAIN_IDENTIFIER.fullmatch(name):
         # Variables of the global namespace are not mangled: a UNIQUE one is an
         # inline variable (`inline int x;`).
-        return KIND_INLINE_VARIABLE
+        return UniqueKind.INLINE_VARIABLE
     if not name.startswith("_Z") or demangled == name:
-        return KIND_OTHER
+        return UniqueKind.OTHER
     scope = enclosing_scope(demangled)
     if scope is None:
-        return KIND_OTHER
+        return UniqueKind.OTHER
     is_template = "<" in scope or scope.startswith(_TEMPLATE_ABBREVIATIONS)
-    return KIND_TEMPLATE_STATIC_MEMBER if is_template else KIND_INLINE_VARIABLE
+    return UniqueKind.TEMPLATE_STATIC_MEMBER if is_template else UniqueKind.INLINE_VARIABLE
 
 
 def unique_symbols(elf: ElfFile, table: SymbolTable) -> list[UniqueSymbol]:

@@ -11,10 +11,38 @@ from __future__ import annotations
 from dataclasses import dataclass
 from itertools import compress
 
+from elfpatch.base.text_enum import TextEnum
 from elfpatch.elf import constants as C
 from elfpatch.elf.file import ElfFile
 from elfpatch.elf.relocations import dynamic_relocation_tables, relr_addresses
 from elfpatch.elf.symbols import read_dynsym
+
+
+class InitializerKind(TextEnum):
+    """Where the loader finds a function it runs at load or unload: one of the arrays,
+    or the single DT_INIT/DT_FINI function; the value is the JSON's ``kind``."""
+
+    PREINIT_ARRAY = "preinit_array"
+    INIT = "init"
+    INIT_ARRAY = "init_array"
+    CTORS = "ctors"
+    FINI_ARRAY = "fini_array"
+    FINI = "fini"
+    DTORS = "dtors"
+
+
+# The legacy arrays that only old crtbegin.o code walks.
+LEGACY_ARRAYS = (InitializerKind.CTORS, InitializerKind.DTORS)
+
+
+class SlotResolution(TextEnum):
+    """How a slot's target was found."""
+
+    RELATIVE = "relative"  # a RELATIVE relocation
+    ABSOLUTE = "absolute"  # an absolute relocation against a defined symbol
+    RELR = "relr"  # listed in the packed relative relocations
+    IN_PLACE = "in-place"  # no relocation: the bytes are the target (fixed address)
+    UNRESOLVED = "unresolved"  # a relocation against an undefined symbol, or of a kind not known
 
 
 @dataclass(frozen=True)
@@ -23,20 +51,21 @@ class ArraySlot:
     slot_address: int
     target: int | None  # None when the slot cannot be resolved
     symbol: str | None  # set when an absolute relocation names the target symbol
-    how: str  # "relative", "absolute", "relr", "in-place", "unresolved"
+    how: SlotResolution
 
 
 @dataclass(frozen=True)
 class ArrayLocation:
-    kind: str
+    kind: InitializerKind
     address: int
     size: int
 
 
 _DYNAMIC_ARRAYS = (
-    ("preinit_array", C.DT_PREINIT_ARRAY, C.DT_PREINIT_ARRAYSZ, C.SHT_PREINIT_ARRAY),
-    ("init_array", C.DT_INIT_ARRAY, C.DT_INIT_ARRAYSZ, C.SHT_INIT_ARRAY),
-    ("fini_array", C.DT_FINI_ARRAY, C.DT_FINI_ARRAYSZ, C.SHT_FINI_ARRAY),
+    (InitializerKind.PREINIT_ARRAY, C.DT_PREINIT_ARRAY, C.DT_PREINIT_ARRAYSZ,
+     C.SHT_PREINIT_ARRAY),
+    (InitializerKind.INIT_ARRAY, C.DT_INIT_ARRAY, C.DT_INIT_ARRAYSZ, C.SHT_INIT_ARRAY),
+    (InitializerKind.FINI_ARRAY, C.DT_FINI_ARRAY, C.DT_FINI_ARRAYSZ, C.SHT_FINI_ARRAY),
 )
 
 
@@ -51,7 +80,7 @@ def array_locations(elf: ElfFile) -> list[ArrayLocation]:
         sections = elf.sections_of_type(section_type)
         if sections and sections[0].size and not elf.dynamic:
             found.append(ArrayLocation(kind, sections[0].addr, sections[0].size))
-    for name, kind in ((".ctors", "ctors"), (".dtors", "dtors")):
+    for name, kind in ((".ctors", InitializerKind.CTORS), (".dtors", InitializerKind.DTORS)):
         section = elf.section_by_name(name)
         if section is not None and section.size > 2 * elf.word_size:
             found.append(ArrayLocation(kind, section.addr, section.size))
@@ -105,15 +134,18 @@ class SlotResolver:
             rtype, symbol_index, addend, is_rela = relocation
             if rtype == self.relative:
                 # RELA carries the target in the addend; REL keeps it in the slot.
-                return ArraySlot(index, address, addend if is_rela else stored, None, "relative")
+                return ArraySlot(index, address, addend if is_rela else stored, None,
+                                 SlotResolution.RELATIVE)
             if rtype == self.absolute and self._dynsym is not None \
                     and symbol_index < self._dynsym.count:
                 symbol = self._dynsym.row(symbol_index)
                 if symbol.defined:
                     target = symbol.value + (addend if is_rela else stored)
-                    return ArraySlot(index, address, target, symbol.name, "absolute")
-                return ArraySlot(index, address, None, symbol.name, "unresolved")
-            return ArraySlot(index, address, None, None, "unresolved")
+                    return ArraySlot(index, address, target, symbol.name,
+                                     SlotResolution.ABSOLUTE)
+                return ArraySlot(index, address, None, symbol.name,
+                                 SlotResolution.UNRESOLVED)
+            return ArraySlot(index, address, None, None, SlotResolution.UNRESOLVED)
         if address in self.relr:
-            return ArraySlot(index, address, stored, None, "relr")
-        return ArraySlot(index, address, stored, None, "in-place")
+            return ArraySlot(index, address, stored, None, SlotResolution.RELR)
+        return ArraySlot(index, address, stored, None, SlotResolution.IN_PLACE)

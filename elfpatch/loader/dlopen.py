@@ -48,7 +48,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate, compress
 from pathlib import Path
-from typing import cast
+from typing import TypeAlias, cast
 
 from elfpatch.base.text_enum import TextEnum
 from elfpatch.elf import constants as C
@@ -68,9 +68,21 @@ from elfpatch.loader.closure import (
 )
 from elfpatch.loader.host import HostProfile
 
-HOST_PYTHON = "python"
-HOST_C = "c"
-HOST_CXX = "c++"
+
+class HostKind(TextEnum):
+    """The hosts known by name (``--host``); any other host is named by its program's path."""
+
+    PYTHON = "python"
+    C = "c"
+    CXX = "c++"
+
+
+class DlopenMode(TextEnum):
+    """How the host's dlopen binds function slots; the value is the JSON's ``mode``."""
+
+    LAZY = "RTLD_LAZY"  # at each slot's first call
+    NOW = "RTLD_NOW"  # all at load (Python's import: sys.getdlopenflags())
+
 
 # What a plain C program and a C++ program have loaded at start, besides themselves.
 _C_RUNTIME = ("libc.so.6",)
@@ -88,23 +100,20 @@ class BlockerKind(TextEnum):
     TLS_DESTRUCTORS = "thread_local_destructors"
 
 
-# The short names the model uses.
-FIRST_UNIQUE, NODELETE_FLAG = BlockerKind.FIRST_UNIQUE, BlockerKind.NODELETE_FLAG
-BOUND_BY_PINNED, NEEDED_BY_PINNED = BlockerKind.BOUND_BY_PINNED, BlockerKind.NEEDED_BY_PINNED
-LOADED_BY_HOST, MUSL = BlockerKind.LOADED_BY_HOST, BlockerKind.MUSL
-TLS_DESTRUCTORS = BlockerKind.TLS_DESTRUCTORS
-
 CURES = {
-    FIRST_UNIQUE: "elfpatch fix (UNIQUE to LOCAL or GLOBAL), or build with -fno-gnu-unique",
-    NODELETE_FLAG: "relink without -z nodelete (DF_1_NODELETE)",
-    BOUND_BY_PINNED: "stop exporting the symbols the pinned object binds to (elfpatch fix "
-                     "--hide, -fvisibility=hidden, a version script), or load that object "
-                     "before this one",
-    NEEDED_BY_PINNED: "drop the DT_NEEDED of the pinned object on this library",
-    LOADED_BY_HOST: "nothing: the host loaded it at start, and such objects never unload",
-    MUSL: "nothing: musl's dlclose never unloads",
-    TLS_DESTRUCTORS: "end the threads that used its thread_local objects before dlclose, "
-                     "or give those objects trivial destructors",
+    BlockerKind.FIRST_UNIQUE:
+        "elfpatch fix (UNIQUE to LOCAL or GLOBAL), or build with -fno-gnu-unique",
+    BlockerKind.NODELETE_FLAG: "relink without -z nodelete (DF_1_NODELETE)",
+    BlockerKind.BOUND_BY_PINNED:
+        "stop exporting the symbols the pinned object binds to (elfpatch fix --hide, "
+        "-fvisibility=hidden, a version script), or load that object before this one",
+    BlockerKind.NEEDED_BY_PINNED: "drop the DT_NEEDED of the pinned object on this library",
+    BlockerKind.LOADED_BY_HOST:
+        "nothing: the host loaded it at start, and such objects never unload",
+    BlockerKind.MUSL: "nothing: musl's dlclose never unloads",
+    BlockerKind.TLS_DESTRUCTORS:
+        "end the threads that used its thread_local objects before dlclose, "
+        "or give those objects trivial destructors",
 }
 
 EVIDENCE = 5  # symbols kept as evidence for one blocker
@@ -149,26 +158,26 @@ class LoadHost:
     def python(cls, executable: str | os.PathLike[str] | None = None) -> LoadHost:
         """The Python interpreter (by default the one running): how a wheel's members load."""
         path = Path(os.path.realpath(executable or sys.executable))
-        return cls(HOST_PYTHON, path)
+        return cls(HostKind.PYTHON, path)
 
     @classmethod
     def c_program(cls) -> LoadHost:
         """A plain C program: how a loose library loads by default."""
-        return cls(HOST_C, None, _C_RUNTIME)
+        return cls(HostKind.C, None, _C_RUNTIME)
 
     @classmethod
     def cxx_program(cls) -> LoadHost:
         """A C++ program: libstdc++ loaded from the start (a typical plugin host)."""
-        return cls(HOST_CXX, None, _CXX_RUNTIME)
+        return cls(HostKind.CXX, None, _CXX_RUNTIME)
 
     @classmethod
     def named(cls, text: str) -> LoadHost:
         """``--host`` as typed: python, c, c++, or the path of a program."""
-        if text == HOST_PYTHON:
+        if text == HostKind.PYTHON:
             return cls.python()
-        if text == HOST_C:
+        if text == HostKind.C:
             return cls.c_program()
-        if text in (HOST_CXX, "cxx"):
+        if text in (HostKind.CXX, "cxx"):
             return cls.cxx_program()
         path = Path(text)
         if not path.is_file():
@@ -217,7 +226,7 @@ class LoadVerdict:
     added: tuple[str, ...] = ()
     kept: tuple[str, ...] = ()
     unique_providers: tuple[str, ...] = ()
-    mode: str = "RTLD_LAZY"  # how the host dlopens it: RTLD_LAZY or RTLD_NOW
+    mode: DlopenMode = DlopenMode.LAZY
 
     @property
     def certain_blockers(self) -> tuple[Blocker, ...]:
@@ -256,6 +265,10 @@ class _Image:
             if found is None or found == version:
                 return index
         return self.versioned.get((name, version))
+
+
+# Each object dlclose leaves mapped: why, and the pinned object that holds it, if any.
+_Pins: TypeAlias = "dict[_Image, tuple[BlockerKind, _Image | None]]"
 
 
 def _read_image(path: str, new: bool, now: bool = False) -> _Image:
@@ -520,7 +533,7 @@ class _Dlopen:
     # -- dlopen -------------------------------------------------------------------------
     def verdict(self) -> LoadVerdict:
         return dataclasses.replace(self._verdict(),
-                                   mode="RTLD_NOW" if self.host.bind_now else "RTLD_LAZY")
+                                   mode=DlopenMode.NOW if self.host.bind_now else DlopenMode.LAZY)
 
     def _verdict(self) -> LoadVerdict:
         added = tuple(i.path for i in self.local_scope if i.new)
@@ -533,8 +546,8 @@ class _Dlopen:
             return LoadVerdict(self.root_path, self.host.name, False, None,
                                load_errors=tuple(self.errors), added=added)
         if not self.root.new:
-            blocker = Blocker(LOADED_BY_HOST, f"{self.host.name} loaded it at start",
-                              cure=CURES[LOADED_BY_HOST])
+            blocker = _blocker(BlockerKind.LOADED_BY_HOST,
+                               f"{self.host.name} loaded it at start")
             return LoadVerdict(self.root_path, self.host.name, True, False, (blocker,),
                                added=added)
         pinned = self._pinned()
@@ -630,7 +643,7 @@ class _Dlopen:
                     None)
 
     # -- initializers --------------------------------------------------------------------
-    def _lazy_slots_could_pin(self, pinned: dict[_Image, tuple[str, _Image | None]]) -> bool:
+    def _lazy_slots_could_pin(self, pinned: _Pins) -> bool:
         """Whether a pinned object has a lazy slot that a call would bind to a new object
         not pinned yet: only then can the calls the initializers make change anything."""
         merged = self.merged
@@ -675,8 +688,7 @@ class _Dlopen:
         return definer
 
     # -- dlclose ------------------------------------------------------------------------
-    def _pinned_by_thread_destructors(self, pinned: dict[_Image, tuple[str, _Image | None]]
-                                      ) -> dict[_Image, tuple[str, _Image | None]]:
+    def _pinned_by_thread_destructors(self, pinned: _Pins) -> _Pins:
         """``pinned`` with the objects whose initializers register a thread_local destructor
         while they load (asked only of those that register any, until the root is held)."""
         assert self.registers_at_load is not None
@@ -690,55 +702,56 @@ class _Dlopen:
                         break
         return pinned
 
-    def _pinned(self) -> dict[_Image, tuple[str, _Image | None]]:
+    def _pinned(self) -> _Pins:
         """Every object of the dlopen that dlclose leaves mapped, and why."""
-        pinned: dict[_Image, tuple[str, _Image | None]] = {}
+        pinned: _Pins = {}
         queue: list[_Image] = []
         for image in self.relocation_order:
-            reason = (NODELETE_FLAG if image.flags_1 & C.DF_1_NODELETE
-                      else FIRST_UNIQUE if image in self.first_unique
-                      else TLS_DESTRUCTORS if image in self.thread_destructors else None)
+            reason = (BlockerKind.NODELETE_FLAG if image.flags_1 & C.DF_1_NODELETE
+                      else BlockerKind.FIRST_UNIQUE if image in self.first_unique
+                      else BlockerKind.TLS_DESTRUCTORS if image in self.thread_destructors
+                      else None)
             if reason is not None:
                 pinned[image] = (reason, None)
                 queue.append(image)
         while queue:
             holder = queue.pop(0)
-            held = [(d, NEEDED_BY_PINNED) for d in holder.deps]
-            held += [(d, BOUND_BY_PINNED) for d in self.bindings.get(holder, {})]
+            held = [(d, BlockerKind.NEEDED_BY_PINNED) for d in holder.deps]
+            held += [(d, BlockerKind.BOUND_BY_PINNED) for d in self.bindings.get(holder, {})]
             for image, reason in held:
                 if image.new and image not in pinned:
                     pinned[image] = (reason, holder)
                     queue.append(image)
         return pinned
 
-    def _blockers(self, pinned: dict[_Image, tuple[str, _Image | None]]) -> list[Blocker]:
+    def _blockers(self, pinned: _Pins) -> list[Blocker]:
         root = self.root
         blockers = []
         if self.host.musl:
-            blockers.append(Blocker(MUSL, "musl's dlclose never unloads", cure=CURES[MUSL]))
+            blockers.append(_blocker(BlockerKind.MUSL, "musl's dlclose never unloads"))
         if root.flags_1 & C.DF_1_NODELETE:
-            blockers.append(Blocker(NODELETE_FLAG, "DF_1_NODELETE is set (-z nodelete)",
-                                    cure=CURES[NODELETE_FLAG]))
+            blockers.append(_blocker(BlockerKind.NODELETE_FLAG,
+                                     "DF_1_NODELETE is set (-z nodelete)"))
         first = self.first_unique.get(root, [])
         if first:
-            blockers.append(Blocker(
-                FIRST_UNIQUE, f"first to provide {len(first)} UNIQUE name(s) looked up",
-                _evidence(first), len(first), cure=CURES[FIRST_UNIQUE]))
+            blockers.append(_blocker(
+                BlockerKind.FIRST_UNIQUE,
+                f"first to provide {len(first)} UNIQUE name(s) looked up",
+                _evidence(first), len(first)))
         blockers.extend(self._held_by_others(pinned))
         chain = self.thread_destructors.get(root)
         if chain:
-            blockers.append(Blocker(
-                TLS_DESTRUCTORS, "an initializer registers a thread_local destructor while "
-                f"it loads ({_chain_text(chain)}): it stays while the "
-                "loading thread lives", chain[-EVIDENCE:], len(chain),
-                cure=CURES[TLS_DESTRUCTORS]))
+            blockers.append(_blocker(
+                BlockerKind.TLS_DESTRUCTORS, "an initializer registers a thread_local "
+                f"destructor while it loads ({_chain_text(chain)}): it stays while the "
+                "loading thread lives", chain[-EVIDENCE:], len(chain)))
         elif root.registers_tls_destructors:
-            blockers.append(Blocker(
-                TLS_DESTRUCTORS, "registers thread_local destructors: stays mapped while a "
-                "thread that built one lives", cure=CURES[TLS_DESTRUCTORS], certain=False))
+            blockers.append(_blocker(
+                BlockerKind.TLS_DESTRUCTORS, "registers thread_local destructors: stays mapped "
+                "while a thread that built one lives", certain=False))
         return blockers
 
-    def _held_by_others(self, pinned: dict[_Image, tuple[str, _Image | None]]) -> list[Blocker]:
+    def _held_by_others(self, pinned: _Pins) -> list[Blocker]:
         """The pinned objects that bind into the root or need it."""
         root = self.root
         found = []
@@ -748,28 +761,35 @@ class _Dlopen:
             names = self.bindings.get(holder, {}).get(root)
             why = _pin_reason(holder, pinned)
             if names:
-                found.append(Blocker(
-                    BOUND_BY_PINNED,
+                found.append(_blocker(
+                    BlockerKind.BOUND_BY_PINNED,
                     f"{Path(holder.path).name} stays loaded ({why}) and binds "
                     f"{len(names)} symbol(s) to this library",
-                    _evidence(names), len(names), holder.path, CURES[BOUND_BY_PINNED]))
+                    _evidence(names), len(names), holder.path))
             elif root in holder.deps:
-                found.append(Blocker(
-                    NEEDED_BY_PINNED, f"{Path(holder.path).name} stays loaded ({why}) and "
-                    "needs this library", via=holder.path, cure=CURES[NEEDED_BY_PINNED]))
+                found.append(_blocker(
+                    BlockerKind.NEEDED_BY_PINNED,
+                    f"{Path(holder.path).name} stays loaded ({why}) and needs this library",
+                    via=holder.path))
         return found
 
 
-def _pin_reason(image: _Image, pinned: dict[_Image, tuple[str, _Image | None]]) -> str:
+def _blocker(kind: BlockerKind, detail: str, symbols: tuple[str, ...] = (), count: int = 0,
+             via: str | None = None, certain: bool = True) -> Blocker:
+    """A blocker with its kind's cure."""
+    return Blocker(kind, detail, symbols, count, via, CURES[kind], certain)
+
+
+def _pin_reason(image: _Image, pinned: _Pins) -> str:
     reason, holder = pinned[image]
-    if reason == FIRST_UNIQUE:
+    if reason == BlockerKind.FIRST_UNIQUE:
         return "first provider of UNIQUE symbols"
-    if reason == NODELETE_FLAG:
+    if reason == BlockerKind.NODELETE_FLAG:
         return "DF_1_NODELETE"
-    if reason == TLS_DESTRUCTORS:
+    if reason == BlockerKind.TLS_DESTRUCTORS:
         return "its initializers register a thread_local destructor"
     assert holder is not None
-    verb = "bound to by" if reason == BOUND_BY_PINNED else "needed by"
+    verb = "bound to by" if reason == BlockerKind.BOUND_BY_PINNED else "needed by"
     return f"{verb} {Path(holder.path).name}"
 
 

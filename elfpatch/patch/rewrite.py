@@ -28,10 +28,7 @@ from elfpatch.patch.regions import check_edits
 from elfpatch.patch.reorder import Reordering
 from elfpatch.plan.bindings import (
     LOCAL_TARGETS,
-    TARGET_GLOBAL,
-    TARGET_LOCAL,
-    TARGET_LOCAL_HIDDEN,
-    TARGET_WEAK_HIDDEN,
+    BindingTarget,
     LibraryPlan,
 )
 
@@ -39,13 +36,13 @@ from elfpatch.plan.bindings import (
 def new_info_other(info: int, other: int, target: str) -> tuple[int, int]:
     """st_info and st_other after rewriting a symbol to ``target``."""
     symbol_type = C.st_type(info)
-    if target == TARGET_LOCAL:
+    if target == BindingTarget.LOCAL:
         return C.st_info(C.STB_LOCAL, symbol_type), other
-    if target == TARGET_LOCAL_HIDDEN:
+    if target == BindingTarget.LOCAL_HIDDEN:
         return C.st_info(C.STB_LOCAL, symbol_type), C.with_visibility(other, C.STV_HIDDEN)
-    if target == TARGET_WEAK_HIDDEN:
+    if target == BindingTarget.WEAK_HIDDEN:
         return C.st_info(C.STB_WEAK, symbol_type), C.with_visibility(other, C.STV_HIDDEN)
-    if target == TARGET_GLOBAL:
+    if target == BindingTarget.GLOBAL:
         return C.st_info(C.STB_GLOBAL, symbol_type), C.with_visibility(other, C.STV_DEFAULT)
     raise ValueError(f"unknown target binding {target!r}")
 

@@ -60,10 +60,6 @@ from elfpatch.patch.regions import RegionMap, Spans
 from elfpatch.patch.reorder import sh_info_field
 from elfpatch.plan.bindings import (
     LOCAL_TARGETS,
-    TARGET_GLOBAL,
-    TARGET_LOCAL,
-    TARGET_LOCAL_HIDDEN,
-    TARGET_WEAK_HIDDEN,
     BindingTarget,
     LibraryPlan,
 )
@@ -74,10 +70,10 @@ from elfpatch.plan.bindings import (
 _ALONGSIDE_MINIMUM = 16 << 20
 
 _EXPECTED = {
-    TARGET_LOCAL: (C.STB_LOCAL, None),
-    TARGET_LOCAL_HIDDEN: (C.STB_LOCAL, C.STV_HIDDEN),
-    TARGET_WEAK_HIDDEN: (C.STB_WEAK, C.STV_HIDDEN),
-    TARGET_GLOBAL: (C.STB_GLOBAL, C.STV_DEFAULT),
+    BindingTarget.LOCAL: (C.STB_LOCAL, None),
+    BindingTarget.LOCAL_HIDDEN: (C.STB_LOCAL, C.STV_HIDDEN),
+    BindingTarget.WEAK_HIDDEN: (C.STB_WEAK, C.STV_HIDDEN),
+    BindingTarget.GLOBAL: (C.STB_GLOBAL, C.STV_DEFAULT),
 }
 
 

@@ -26,7 +26,6 @@ class FixMode(TextEnum):
     GLOBAL = "global"
 
 
-MODE_LOCAL, MODE_WEAK_HIDDEN, MODE_GLOBAL = FixMode.LOCAL, FixMode.WEAK_HIDDEN, FixMode.GLOBAL
 MODES = tuple(mode.value for mode in FixMode)  # the choices of --to
 
 
@@ -49,12 +48,9 @@ class BindingTarget(TextEnum):
     LOCAL_HIDDEN = "LOCAL HIDDEN"
 
 
-# The short names the planner, writer and verifier use.
-TARGET_LOCAL, TARGET_WEAK_HIDDEN = BindingTarget.LOCAL, BindingTarget.WEAK_HIDDEN
-TARGET_GLOBAL, TARGET_LOCAL_HIDDEN = BindingTarget.GLOBAL, BindingTarget.LOCAL_HIDDEN
-LOCAL_TARGETS = (TARGET_LOCAL, TARGET_LOCAL_HIDDEN)
-MODE_TARGETS = {MODE_LOCAL: TARGET_LOCAL, MODE_WEAK_HIDDEN: TARGET_WEAK_HIDDEN,
-                MODE_GLOBAL: TARGET_GLOBAL}
+LOCAL_TARGETS = (BindingTarget.LOCAL, BindingTarget.LOCAL_HIDDEN)
+MODE_TARGETS = {FixMode.LOCAL: BindingTarget.LOCAL, FixMode.WEAK_HIDDEN: BindingTarget.WEAK_HIDDEN,
+                FixMode.GLOBAL: BindingTarget.GLOBAL}
 
 
 @dataclass(frozen=True)
@@ -279,7 +275,7 @@ def _decide_hidden(hidden: list[Candidate], uses: dict[str, SharedUse]
                          f"{name_some(use.referenced_by, use.referenced_count)}: hidden, it "
                          "would make them fail to load"))
         else:
-            changes.append(SymbolChange(c.table, c.index, c.name, TARGET_LOCAL_HIDDEN,
+            changes.append(SymbolChange(c.table, c.index, c.name, BindingTarget.LOCAL_HIDDEN,
                                         HIDE_REASON, c.binding))
     return tuple(changes), tuple(kept)
 
@@ -315,11 +311,11 @@ def _decide(chosen: list[Candidate], uses: dict[str, SharedUse],
             continue
         use = uses.get(c.name)
         if not c.defined:
-            decisions[c.name] = (TARGET_GLOBAL, _Why.UNDEFINED, "undefined reference")
-        elif wanted == TARGET_GLOBAL:
-            decisions[c.name] = (TARGET_GLOBAL, _Why.REQUESTED, "--to global")
+            decisions[c.name] = (BindingTarget.GLOBAL, _Why.UNDEFINED, "undefined reference")
+        elif wanted == BindingTarget.GLOBAL:
+            decisions[c.name] = (BindingTarget.GLOBAL, _Why.REQUESTED, "--to global")
         elif use is not None and use.is_shared and not options.force:
-            decisions[c.name] = (TARGET_GLOBAL, _Why.SHARED, _shared_reason(use))
+            decisions[c.name] = (BindingTarget.GLOBAL, _Why.SHARED, _shared_reason(use))
         elif use is not None and use.is_shared:
             decisions[c.name] = (wanted, _Why.FORCED, "--force: " + _shared_reason(use))
         else:
@@ -338,6 +334,6 @@ def _pair_guards(decisions: dict[str, _Decision]) -> None:
         partner = guard_partner(name)
         if why is not _Why.SHARED or partner not in decisions:
             continue
-        if decisions[partner][0] != TARGET_GLOBAL:
-            decisions[partner] = (TARGET_GLOBAL, _Why.SHARED,
+        if decisions[partner][0] != BindingTarget.GLOBAL:
+            decisions[partner] = (BindingTarget.GLOBAL, _Why.SHARED,
                                   f"kept together with {name}, which stays shared")

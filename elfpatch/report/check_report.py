@@ -21,8 +21,6 @@ from xml.etree import ElementTree
 
 from elfpatch.analysis.check import (
     REGISTERED_BY,
-    RULE_EXIT_DESTRUCTOR,
-    RULE_UNIQUE,
     CheckResult,
     CheckRule,
     Clash,
@@ -108,8 +106,9 @@ def _library_summary(library: LibraryCheck, style: Styler) -> list[str]:
     names = {s.name: s for s in library.facts.scan.dynamic_unique_definitions}
     for (level, rule), findings in groups.items():
         role = "bad" if level is Level.ERROR else "warn"
-        detail = _unique_kinds(findings, names) if rule == RULE_UNIQUE else ""
-        width = _EXAMPLE_WIDTH if rule in (RULE_UNIQUE, RULE_EXIT_DESTRUCTOR) else _NAME_WIDTH * 2
+        detail = _unique_kinds(findings, names) if rule == CheckRule.UNIQUE else ""
+        width = (_EXAMPLE_WIDTH if rule in (CheckRule.UNIQUE, CheckRule.EXIT_DESTRUCTOR)
+                 else _NAME_WIDTH * 2)
         named = _distinct_names(findings, names, width)
         examples = ", ".join(named[:_SUMMARY_EXAMPLES])
         more = ", ..." if len(named) > _SUMMARY_EXAMPLES else ""
@@ -155,7 +154,7 @@ def _subject_name(finding: Finding, names: dict[str, UniqueSymbol]) -> str:
     symbol = names.get(finding.subject)
     if symbol is not None:
         return symbol.demangled
-    if finding.rule == RULE_EXIT_DESTRUCTOR:
+    if finding.rule == CheckRule.EXIT_DESTRUCTOR:
         from elfpatch.cxx.demangle import demangle
 
         return demangle(finding.subject.split(REGISTERED_BY, 1)[0])
@@ -216,12 +215,12 @@ def next_steps(result: CheckResult) -> list[str]:
     """What a user can do about a failing check, most direct first."""
     wheels = sorted({lib.facts.source.path for lib in result.libraries
                      if lib.facts.source.member is not None
-                     and any(f.violation and f.rule == RULE_UNIQUE for f in lib.findings)})
+                     and any(f.violation and f.rule == CheckRule.UNIQUE for f in lib.findings)})
     steps = []
     if wheels:
         steps.append(f"elfpatch fix {' '.join(wheels[:3])}{' ...' if len(wheels) > 3 else ''} "
                      "-w fixed/   (rewrite the UNIQUE bindings, then check fixed/*.whl)")
-    elif any(f.rule == RULE_UNIQUE for f in result.violations):
+    elif any(f.rule == CheckRule.UNIQUE for f in result.violations):
         steps.append("elfpatch fix --in-place LIBRARY...   (or rebuild with -fno-gnu-unique)")
     if result.violations:
         steps.append('accept known symbols: allow = ["^regex on the demangled name"] under '

@@ -16,7 +16,6 @@ import hashlib
 from typing import Any
 
 from elfpatch.analysis.check import (
-    RULE_UNIQUE,
     CheckResult,
     CheckRule,
     Clash,
@@ -156,7 +155,7 @@ def _finding_result(finding: Finding, known: _Known) -> dict[str, Any]:
         "properties": {"key": finding.key},
     }
     # Where the source declares it (DWARF), when the library carries debug info.
-    source = known.declared.get(finding.subject) if finding.rule == RULE_UNIQUE else None
+    source = known.declared.get(finding.subject) if finding.rule == CheckRule.UNIQUE else None
     if source is not None:
         file, line = source
         record["relatedLocations"] = [{
@@ -171,7 +170,7 @@ def _finding_result(finding: Finding, known: _Known) -> dict[str, Any]:
 
 def _location(finding: Finding, known: _Known) -> dict[str, Any]:
     location: dict[str, Any] = {"physicalLocation": {"artifactLocation": dict(known.where)}}
-    symbol = known.symbols.get(finding.subject) if finding.rule == RULE_UNIQUE else None
+    symbol = known.symbols.get(finding.subject) if finding.rule == CheckRule.UNIQUE else None
     if symbol is not None:
         location["logicalLocations"] = [{"name": symbol.demangled,
                                          "fullyQualifiedName": symbol.demangled,

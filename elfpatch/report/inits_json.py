@@ -17,8 +17,8 @@ _OPTIONAL_RISK_FIELDS = ("reader_part", "constructed_by_part", "read_at_exit",
 
 
 def _entry(entry: InitializerEntry) -> dict[str, Any]:
-    record = {
-        "kind": entry.kind,
+    record: dict[str, Any] = {
+        "kind": entry.kind.value,
         "index": entry.index,
         "address": entry.address,
         "symbol": entry.symbol,
@@ -78,7 +78,7 @@ def inits_document(result: InitsResult) -> dict[str, Any]:
         "errors": [error_record(e) for e in result.errors],
     }
     if result.closure is not None:
-        document["closure"] = [{"path": c.path, "soname": c.soname, "phase": c.phase}
+        document["closure"] = [{"path": c.path, "soname": c.soname, "phase": c.phase.value}
                                for c in result.closure]
         document["missing"] = [{"name": n, "needed_by": by} for n, by in result.missing]
     return document

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
-from elfpatch.analysis.init_order import PHASE_PREINIT, Coverage, InitsResult, ObjectReport
+from elfpatch.analysis.init_order import ClosurePhase, Coverage, InitsResult, ObjectReport
 from elfpatch.analysis.initializers import InitializerEntry, InitializerPart, demangle_label
 from elfpatch.analysis.risks import Risk, RiskKind, Severity
 from elfpatch.cxx.demangle import demangle
@@ -39,7 +39,7 @@ def _render_closure(result: InitsResult, style: Styler) -> str:
                    "head")]
     lines += [f"  {n:3d}. {entry.path}" + (f"  ({entry.soname})" if entry.soname else "")
               + ("  [its .preinit_array: a program's runs before every library]"
-                 if entry.phase == PHASE_PREINIT else "")
+                 if entry.phase == ClosurePhase.PREINIT_ARRAY else "")
               for n, entry in enumerate(result.closure, 1)]
     lines += [style(f"  not found: {name} (needed by {by})", "warn")
               for name, by in result.missing]

@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from elfpatch.analysis.unique import KIND_DESCRIPTIONS, KIND_GUARD_VARIABLE, FileScan, UniqueSymbol
+from elfpatch.analysis.unique import KIND_DESCRIPTIONS, FileScan, UniqueKind, UniqueSymbol
 from elfpatch.cxx.demangle import demangle
 from elfpatch.elf.file import printable
 from elfpatch.elf.symbols import DYNSYM
@@ -18,8 +18,6 @@ from elfpatch.report.style import Styler, plural
 
 # How many symbols a file's summary shows without -v.
 TELLING_SYMBOLS = 5
-# The hosts of loader.dlopen (HOST_C, HOST_CXX, HOST_PYTHON) in words.
-_HOST_WORDS = {"c": "a C program", "c++": "a C++ program", "python": "Python"}
 
 
 # Without -v, files given one by one that have no UNIQUE symbol get a line each
@@ -142,8 +140,13 @@ def _runtime_meaning(scan: FileScan, style: Styler) -> list[str]:
 
 def _load_lines(verdict: LoadVerdict, style: Styler, verbose: bool) -> list[str]:
     """One line in the common case: what dlclose does in the host, and the first blocker."""
-    mode = " with RTLD_NOW" if verdict.mode == "RTLD_NOW" else ""
-    where = f"  loaded by {_HOST_WORDS.get(verdict.host, verdict.host)}{mode}: "
+    from elfpatch.loader.dlopen import DlopenMode, HostKind
+
+    # The hosts known by name, in words.
+    words: dict[str, str] = {HostKind.C: "a C program", HostKind.CXX: "a C++ program",
+                             HostKind.PYTHON: "Python"}
+    mode = " with RTLD_NOW" if verdict.mode == DlopenMode.NOW else ""
+    where = f"  loaded by {words.get(verdict.host, verdict.host)}{mode}: "
     if not verdict.loads:
         more = len(verdict.load_errors) - 1
         extra = f" (and {more} more)" if more > 0 else ""
@@ -170,7 +173,7 @@ def _load_lines(verdict: LoadVerdict, style: Styler, verbose: bool) -> list[str]
 def _most_telling(symbols: Iterable[UniqueSymbol]) -> list[UniqueSymbol]:
     """Exported definitions of real objects first: guard variables repeat their object."""
     ranked = sorted(symbols, key=lambda s: (s.table != DYNSYM, not s.defined,
-                                            s.kind == KIND_GUARD_VARIABLE, s.index))
+                                            s.kind == UniqueKind.GUARD_VARIABLE, s.index))
     return ranked[:TELLING_SYMBOLS]
 
 

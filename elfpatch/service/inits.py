@@ -13,21 +13,21 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from elfpatch.analysis.init_order import (
-    PHASE_PREINIT,
     ClosureEntry,
+    ClosurePhase,
     InitsResult,
     ObjectAnalysis,
     ObjectReport,
     analyse_object_fully,
     exported_definitions,
 )
-from elfpatch.analysis.initializers import KIND_PREINIT
 from elfpatch.analysis.registries import KeyedUse, keyed_uses, registration_risks
 from elfpatch.analysis.risks import (
     ObjectInitialisation,
     cross_object_destruction_risks,
     cross_object_risks,
 )
+from elfpatch.elf.arrays import InitializerKind
 from elfpatch.elf.file import ElfFile
 from elfpatch.elf.source import ElfSource
 from elfpatch.errors import ElfpatchError
@@ -103,7 +103,9 @@ def analyse_closure(root: str, sort_algorithm: int, follow_code: bool = True,
                for r in reports]
     entries = [ClosureEntry(str(o.path), o.soname) for o in closure.objects]
     program = next((r for r in reports if r.path == str(closure.root.path)), None)
-    if program is not None and any(e.kind == KIND_PREINIT for e in program.initializers):
-        entries.insert(0, ClosureEntry(program.path, program.soname, PHASE_PREINIT))
+    if program is not None and any(e.kind == InitializerKind.PREINIT_ARRAY
+                               for e in program.initializers):
+        entries.insert(0, ClosureEntry(program.path, program.soname,
+                                       ClosurePhase.PREINIT_ARRAY))
     missing = [(m.name, str(m.requested_by)) for m in closure.missing]
     return InitsResult(tuple(reports), tuple(entries), tuple(missing), tuple(errors))
