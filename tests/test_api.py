@@ -200,6 +200,24 @@ def _wheel_of_three_libraries(wheel: Path, destination: Path) -> Path:
     return destination
 
 
+def test_no_wheel_is_kept_open_outside_a_call(wheel: Path) -> None:
+    """Only a call owns open wheels: the layers below the API, used outside every call,
+    refuse to read a member rather than keep its wheel open with no one to close it."""
+    from elfpatch.elf.source import ElfSource, archives_kept_open, open_source
+    from elfpatch.service.inputs import split_sources
+
+    with pytest.raises(RuntimeError, match="archives_kept_open"):
+        split_sources([str(wheel)])
+    with archives_kept_open():
+        sources, _errors = split_sources([str(wheel)])
+        member = next(s for s in sources if s.member is not None)
+        with open_source(member) as elf:
+            assert elf.header.machine_name
+    assert _descriptors_on(wheel) == []
+    with pytest.raises(RuntimeError, match="archives_kept_open"):
+        open_source(ElfSource(member.path, member.member, index=member.index))
+
+
 def test_calls_in_two_threads_keep_their_own_wheels_open(
         wheel: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A call that ends in another thread closes only the wheels it opened itself.

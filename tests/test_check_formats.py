@@ -32,6 +32,7 @@ from conftest import run_elfpatch
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+import elfpatch
 from elfpatch.analysis.check import (
     CheckResult,
     CheckRule,
@@ -45,7 +46,6 @@ from elfpatch.analysis.unique import FileScan
 from elfpatch.elf.source import ElfSource
 from elfpatch.errors import InputError
 from elfpatch.report.check_report import GITHUB_SHOWN_PER_KIND, render_github, render_junit
-from elfpatch.service.check import run_check
 
 JUNIT_SCHEMA = Path(__file__).parent / "data" / "junit.xsd"
 
@@ -160,7 +160,7 @@ TORCH = "dist/torch-2.5.0-cp311-cp311-linux_x86_64.whl"
 def test_github_commands_of_a_real_wheel(wheel: Path, tmp_path: Path) -> None:
     output = run_elfpatch("check", "--format", "github", str(wheel), cwd=tmp_path).stdout
     commands = read_commands(output)
-    expected = expected_annotations(run_check([str(wheel)], Policy(), set()))
+    expected = expected_annotations(elfpatch.check([str(wheel)], policy=Policy()))
     assert commands == expected
     assert [c.name for c in commands].count("error") == 2
     assert {c.properties["file"] for c in commands} == {str(wheel)}

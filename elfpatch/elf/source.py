@@ -65,10 +65,11 @@ def _open_archive_member(archive: ZipArchive, source: ElfSource) -> ElfFile:
 # entries for torch: 0.5 s) costs more than most members: within one call the
 # few most recent archives stay open, in this process and in the workers it
 # forks, and are closed when the call returns (``archives_kept_open``; every
-# API call is one), so that nothing stays open between calls.  Each call owns
-# its archives: two calls in two threads never close each other's.  An
-# archive is found again only while its file is the same (device, inode,
-# size, modification and change time): a wheel rewritten in place is read anew.
+# API call is one), so that nothing stays open between calls and nothing
+# outside a call reads a member.  Each call owns its archives: two calls in
+# two threads never close each other's.  An archive is found again only
+# while its file is the same (device, inode, size, modification and change
+# time): a wheel rewritten in place is read anew.
 _MAX_OPEN_ARCHIVES = 4
 
 
@@ -98,11 +99,10 @@ class OpenArchives:
             self._open.popitem()[1][1].close()
 
 
-# Code that runs outside any call (the service layer used directly, as the
-# tests do) shares this one until ``close_archives``.
-_OUTSIDE_CALLS = OpenArchives()
-_CURRENT: ContextVar[OpenArchives] = ContextVar("elfpatch_open_archives",
-                                                default=_OUTSIDE_CALLS)
+# The archives of the call under way in this thread (and in the processes it forks);
+# None outside every call: nothing is kept open between calls, by anyone.
+_CURRENT: ContextVar[OpenArchives | None] = ContextVar("elfpatch_open_archives",
+                                                       default=None)
 
 
 @contextmanager
@@ -119,7 +119,17 @@ def archives_kept_open() -> Iterator[OpenArchives]:
 
 def cached_archive(path: str) -> ZipArchive:
     """The archive at ``path``, opened once within the current call."""
-    return _CURRENT.get().get(path)
+    return _current_call().get(path)
+
+
+def _current_call() -> OpenArchives:
+    archives = _CURRENT.get()
+    if archives is None:
+        # A caller of the layers below the API that opened no call of its own: a bug
+        # of ours, since a wheel it opened here would stay open with no owner.
+        raise RuntimeError("archive members are read inside archives_kept_open() "
+                           "(every elfpatch API call opens one)")
+    return archives
 
 
 def _file_identity(path: str) -> FileIdentity:
@@ -127,8 +137,3 @@ def _file_identity(path: str) -> FileIdentity:
         return identity_of(Path(path).stat())
     except OSError:
         return (-1, -1, -1, -1, -1)
-
-
-def close_archives() -> None:
-    """Close every archive the current call (or code outside calls) keeps open."""
-    _CURRENT.get().close()
