@@ -10,6 +10,7 @@ Itanium-mangled names (demangled where the C++ runtime can).
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from elfpatch.cxx.demangle import demangle
 from elfpatch.cxx.names import function_path
@@ -45,20 +46,15 @@ def is_thread_body(symbol: str) -> bool:
     return symbol.startswith("_ZNSt6thread11_State_impl") and bool(_THREAD_BODY.match(symbol))
 
 
-_constructor_cache: dict[str, bool] = {}
-
-
+# Bounded like the demangler's own cache: a long-running caller (check -j, a
+# library user) does not grow without end.
+@lru_cache(maxsize=1 << 14)
 def _constructor_name(symbol: str) -> bool:
-    known = _constructor_cache.get(symbol)
-    if known is None:
-        text = demangle(symbol)
-        if text == symbol:  # no demangler: the mangled marker is the best we have
-            known = bool(_MANGLED_CONSTRUCTOR.search(symbol))
-        else:
-            path = function_path(text)
-            known = len(path) >= 2 and _bare(path[-1]) == _bare(path[-2]) != ""
-        _constructor_cache[symbol] = known
-    return known
+    text = demangle(symbol)
+    if text == symbol:  # no demangler: the mangled marker is the best we have
+        return bool(_MANGLED_CONSTRUCTOR.search(symbol))
+    path = function_path(text)
+    return len(path) >= 2 and _bare(path[-1]) == _bare(path[-2]) != ""
 
 
 def _bare(component: str) -> str:
