@@ -40,7 +40,12 @@ from elfpatch.elf.arrays import (
     array_locations,
 )
 from elfpatch.elf.file import ElfFile
-from elfpatch.elf.symbols import SymbolTable, read_dynsym, read_symtab
+from elfpatch.elf.symbols import (
+    SymbolTable,
+    exported_functions_by_address,
+    read_dynsym,
+    read_symtab,
+)
 
 # gcc: _GLOBAL__sub_I.00200_<x>; clang: _GLOBAL__I_000200
 _GCC_PRIORITY = re.compile(r"^_GLOBAL__sub_[ID]\.(\d{5})_")
@@ -315,7 +320,7 @@ def _with_nearest(elf: ElfFile, entries: list[InitializerEntry]) -> list[Initial
     unnamed = [e for e in entries if e.symbol is None and e.address is not None]
     if not unnamed:
         return entries
-    functions = _exported_functions(elf)
+    functions = exported_functions_by_address(elf)
     starts = [address for address, _name in functions]
     placed = {}
     for entry in unnamed:
@@ -327,16 +332,6 @@ def _with_nearest(elf: ElfFile, entries: list[InitializerEntry]) -> list[Initial
             placed[id(entry)] = f"{name}+{offset:#x}" if offset else name
     return [dataclasses.replace(e, nearest=placed[id(e)]) if id(e) in placed else e
             for e in entries]
-
-
-def _exported_functions(elf: ElfFile) -> list[tuple[int, str]]:
-    """(address, name) of the functions .dynsym exports, by address."""
-    table = read_dynsym(elf)
-    if table is None:
-        return []
-    types, values = table.symbol_types, table.values
-    return sorted((values[i], table.name(i)) for i in table.exported_indices()
-                  if types[i] == C.STT_FUNC and values[i])
 
 
 def _is_sentinel(location: ArrayLocation, slot: ArraySlot) -> bool:

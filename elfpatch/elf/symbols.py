@@ -237,12 +237,23 @@ def exported_functions(elf: ElfFile,
     """The exported symbols of ``types`` defined at an address, by name: where another
     object's call through its PLT to that name lands (a ``STT_GNU_IFUNC``'s address
     is its resolver's, which runs when the slot is bound)."""
+    return {name: address for address, name in _exported_rows(elf, types)}
+
+
+def exported_functions_by_address(elf: ElfFile, types: Collection[int] = (C.STT_FUNC,),
+                                  ) -> list[tuple[int, str]]:
+    """(address, name) of the exported symbols of ``types`` defined at an address, by
+    address: what a bare address of code falls after (every version of a name kept)."""
+    return sorted(_exported_rows(elf, types))
+
+
+def _exported_rows(elf: ElfFile, types: Collection[int]) -> list[tuple[int, str]]:
     table = read_dynsym(elf)
     if table is None:
-        return {}
+        return []
     kinds, values = table.symbol_types, table.values
-    return {table.name(i): values[i] for i in table.exported_indices()
-            if kinds[i] in types and values[i]}
+    return [(values[i], table.name(i)) for i in table.exported_indices()
+            if kinds[i] in types and values[i]]
 
 
 def _table_from_section(elf: ElfFile, section: Section, kind: str) -> SymbolTable:
