@@ -50,7 +50,7 @@ def test_unnamed_entries_say_where_they_are(stripped: Path) -> None:
 # -- findings by address: a stripped build says what its unstripped build says --------------
 SCENARIOS = ["siof", "destruction_order", "exit_use_after_free", "constant_init",
              "address_only", "cross_object_init_order", "registration", "lto_init_order",
-             "constant_switch"]
+             "constant_switch", "error_path"]
 
 
 def _findings(path: Path) -> list[tuple]:

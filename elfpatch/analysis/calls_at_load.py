@@ -26,8 +26,8 @@ from collections.abc import Iterator
 
 from elfpatch.analysis.effects import EffectsAnalyzer
 from elfpatch.analysis.effects.analyzer import MAX_FUNCTION_BYTES, MAX_UNSIZED_BYTES
+from elfpatch.analysis.effects.names import never_returns
 from elfpatch.analysis.initializers import list_initializers
-from elfpatch.analysis.thread_exit import never_returns
 from elfpatch.elf import constants as C
 from elfpatch.elf.file import ElfFile
 from elfpatch.elf.symbols import exported_functions

@@ -26,6 +26,7 @@ from collections.abc import Iterator
 
 from elfpatch.analysis.effects import EffectsAnalyzer
 from elfpatch.analysis.effects.analyzer import MAX_FUNCTION_BYTES, MAX_UNSIZED_BYTES
+from elfpatch.analysis.effects.names import never_returns
 from elfpatch.analysis.effects.walk import got_target
 from elfpatch.analysis.initializers import list_initializers
 from elfpatch.elf.file import ElfFile
@@ -33,15 +34,6 @@ from elfpatch.elf.symbols import exported_functions
 
 THREAD_ATEXIT = frozenset({"__cxa_thread_atexit", "__cxa_thread_atexit_impl"})
 FUNCTION_BUDGET = 2000  # functions read before giving up
-# Functions that never return: a call followed by nothing but a call to one of these
-# is on a path that cannot end well.
-NEVER_RETURN = frozenset({
-    "_Unwind_Resume", "abort", "exit", "_exit", "__assert_fail", "__stack_chk_fail",
-    "__cxa_pure_virtual", "__cxa_deleted_virtual", "_ZSt9terminatev",
-    "__cxa_call_unexpected"})
-# The C++ runtime's throwing helpers: __cxa_throw, __cxa_rethrow,
-# __cxa_throw_bad_array_new_length, __cxa_bad_cast, std::__throw_length_error ...
-_THROW_HELPER = re.compile(r"__cxa_(throw|rethrow|bad_)|_ZSt\d+__throw_")
 _STRAIGHT_LINE = 64  # instructions looked at after a call
 _GOT_OPERAND = re.compile(r"qword ptr \[rip ([+-]) 0x([0-9a-f]+)\]$")
 
@@ -175,8 +167,3 @@ def _inside(operand: str, start: int, end: int) -> bool:
     """Whether a jump's operand is an address inside [start, end) (not a register)."""
     return operand.startswith("0x") and start <= int(operand, 16) < end
 
-
-def never_returns(name: str | None) -> bool:
-    """Whether a function of this name never returns to its caller (it throws or ends
-    the process)."""
-    return name is not None and (name in NEVER_RETURN or bool(_THROW_HELPER.match(name)))

@@ -30,8 +30,22 @@ HOOK_FUNCTIONS: dict[str, tuple[int, ...]] = {"pthread_atfork": (0, 1, 2),
 _CONSTRUCTOR_MARK = re.compile(r"C[123I]")
 _MANGLED_CONSTRUCTOR = re.compile(r"C[123](?:B\d+\w+?)?E")
 _TEMPLATE_OR_TAG = re.compile(r"<.*>|\[abi:[^\]]*\]")
+# Functions that never return to their caller: they throw, unwind or end the process.
+NEVER_RETURN = frozenset({
+    "_Unwind_Resume", "abort", "exit", "_exit", "__assert_fail", "__stack_chk_fail",
+    "__cxa_pure_virtual", "__cxa_deleted_virtual", "_ZSt9terminatev",
+    "__cxa_call_unexpected"})
+# The C++ runtime's throwing helpers: __cxa_throw, __cxa_rethrow,
+# __cxa_throw_bad_array_new_length, __cxa_bad_cast, std::__throw_length_error ...
+_THROW_HELPER = re.compile(r"__cxa_(throw|rethrow|bad_)|_ZSt\d+__throw_")
 # gcc's name for the body of std::thread's state object: the thread's function.
 _THREAD_BODY = re.compile(r"^_ZNSt6thread11_State_impl.*E6_M_runEv$")
+
+
+def never_returns(name: str | None) -> bool:
+    """Whether a function of this name never returns to its caller (it throws or ends
+    the process)."""
+    return name is not None and (name in NEVER_RETURN or bool(_THROW_HELPER.match(name)))
 
 
 def is_constructor(symbol: str) -> bool:

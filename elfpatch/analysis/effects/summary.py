@@ -73,6 +73,8 @@ STOP_UNKNOWN_INSTRUCTION = "unknown instruction"
 STOP_UNREADABLE = "code not in the file"
 STOP_DEPTH = "call depth"
 STOP_FUNCTION_BUDGET = "function budget"
+# A function stopped for these may hold a return its sweep did not see.
+_UNREAD_CODE = frozenset({STOP_SIZE_CAP, STOP_UNKNOWN_INSTRUCTION, STOP_UNREADABLE})
 
 
 @dataclass(frozen=True)
@@ -160,6 +162,10 @@ class FunctionSummary:
     # The global's address every return hands back (None: not one known address).
     returned: int | None = None
     returns_seen: bool = False
+    # Whether control may come back to a caller: a return, a jump out (a tail call,
+    # or through a register), or a jump into its split-off part (.cold) whose code
+    # does not run straight into a throw, an abort or a trap.
+    may_return: bool = False
     # ``bare_keys()`` once worked out: the same tuple in every ``Effects`` that expands
     # this function, so placing them (``object_keys``) sees each function once.
     _bare: tuple[str, ...] | None = field(default=None, repr=False, compare=False)
@@ -167,6 +173,13 @@ class FunctionSummary:
     @property
     def complete(self) -> bool:
         return not self.stopped
+
+    @property
+    def never_returns(self) -> bool:
+        """Every way through it ends in a throw, an unwind, an abort or a trap (a
+        ``CV_Assert`` failure's handler, a fatal logger): it runs only when its caller
+        is failing.  Known only of a function whose code was all read."""
+        return not self.may_return and not self.stopped.keys() & _UNREAD_CODE
 
     def note_return(self, address: int | None) -> None:
         if not self.returns_seen:
@@ -211,7 +224,11 @@ class Collector:
 
     ``summaries`` holds the functions that may be followed (those the
     budget allowed); a call to one of them contributes its events where
-    the call is, the first time it is met.
+    the call is, the first time it is met.  A call to a function that never
+    returns contributes nothing, nor does a pointer passed to it: that code
+    runs only on an error path, when the initializer fails (an exception
+    leaving a static initializer ends the program), so what it reads is not
+    read before its constructor in a run that works.
     """
 
     def __init__(self, summaries: dict[FunctionKey, FunctionSummary],
@@ -255,8 +272,12 @@ class Collector:
             elif kind == WRITE:
                 self.write(subject)
             elif kind == CALL:
-                self.function(subject if callee is None else (subject, callee))
+                key = subject if callee is None else (subject, callee)
+                if not self.fails(key):
+                    self.function(key)
             elif kind in (PASS, PASS_FOREIGN):
+                if self.fails(callee):
+                    continue
                 if self.use is None:
                     self.pending.append((subject, callee, position, kind == PASS_FOREIGN,
                                          self.guarded > 0))
@@ -278,6 +299,13 @@ class Collector:
                 self.keyed.setdefault(subject, None)
             elif kind == STAMP:
                 self.stamped.setdefault(subject, None)
+
+    def fails(self, key: FunctionKey) -> bool:
+        """Whether the function followed at ``key`` never returns (an error path)."""
+        if type(key) is tuple and key not in self.summaries:
+            key = key[0]
+        summary = self.summaries.get(key)
+        return summary is not None and summary.never_returns
 
     def pass_on(self, symbol: str, use: int, foreign: bool) -> None:
         """A pointer passed to a function of this object that uses it so; another

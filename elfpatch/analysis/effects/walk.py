@@ -32,6 +32,7 @@ from elfpatch.analysis.effects.names import (
     HOOK_FUNCTIONS,
     IOS_INIT_CONSTRUCTORS,
     is_constructor,
+    never_returns,
 )
 from elfpatch.analysis.effects.paths import Paths, condition_holds
 from elfpatch.analysis.effects.summary import (
@@ -602,6 +603,7 @@ class FunctionWalk:
 
     def returns(self) -> None:
         """A return: what the result register holds, if it is a global's address."""
+        self.summary.may_return = True
         value = self.state.get(self.RESULT) if self.RESULT is not None else None
         known = value is not None and value.exact and not value.page and value.got is None \
             and value.parameter is None and value.table is None and value.address
@@ -726,6 +728,7 @@ class FunctionWalk:
         elif target.address != 0:  # 0: a null weak reference, tested before the jump
             self.call(target)
         self.summary.note_return(None)  # returns what another function returns
+        self.summary.may_return = True
         self.state = {}
         return False
 
@@ -736,8 +739,48 @@ class FunctionWalk:
             return False
         if self.sized and self.index.knows_functions and self.index.function_at(target) \
                 is None and self.index.plt_entry(target) is None:
-            return False  # into this function's split-off part (.cold): error paths
+            # Into this function's split-off part (.cold): error paths, not followed.
+            if not self.fails_at(target):
+                self.summary.may_return = True
+            return False
         return self.tail_call(Value(address=target))
+
+    def fails_at(self, address: int) -> bool:
+        """Whether the code at ``address`` runs straight (jumps followed) into a call that
+        never returns, or a trap, before a return, a branch or a jump it cannot follow:
+        a split-off error path's tail (build the exception, throw; or clean up, unwind)."""
+        steps = 0
+        while True:
+            code = self.index.code_at(address, _STRAIGHT_LINE_BYTES)
+            if code is None:
+                return False
+            for _at, _size, mnemonic, operands in decode_in_chunks(
+                    self.analyzer.disassembler, bytes(code), address):
+                steps += 1
+                if steps > _STRAIGHT_LINE:
+                    return False
+                if mnemonic in self.STOPS:
+                    return "ret" not in mnemonic  # a trap ends it; a return does not
+                transfer = self.control_transfer(mnemonic, operands)
+                if transfer is None:
+                    if self.branch_target(mnemonic, operands) is not None:
+                        return False  # a conditional branch: one way may go on
+                    continue
+                is_call, target = transfer
+                if target is None:
+                    return False  # through a register
+                if not is_call:
+                    address = target  # a jump: go on reading there
+                    break
+                if never_returns(self.analyzer.code_target(target).name):
+                    return True
+            else:
+                return False  # the code read ends
+
+
+# How far ``fails_at`` reads: an error path's tail is short (thread_exit reads as far).
+_STRAIGHT_LINE = 64
+_STRAIGHT_LINE_BYTES = 1024
 
 
 def _is_padding(mnemonic: str, operands: str) -> bool:
