@@ -45,6 +45,7 @@ from elfpatch.analysis.effects.summary import (
     Event,
     FunctionKey,
     FunctionSummary,
+    GuardsHeld,
     Part,
     effects_keys,
     incomplete,
@@ -673,11 +674,11 @@ def _address(key: FunctionKey) -> int:
 def _registers_unguarded(events: list[Event]) -> bool:
     """Whether one function's own code registers an exit-time destructor outside
     ``__cxa_guard_acquire``/``release``."""
-    guarded = 0
-    for kind, subject, _callee, _position in events:
+    guards = GuardsHeld()
+    for kind, subject, callee, _position in events:
         if kind == GUARD:
-            guarded = guarded + 1 if subject else max(guarded - 1, 0)
-        elif kind == ATEXIT and not guarded:
+            guards.event(subject, callee)
+        elif kind == ATEXIT and not guards:
             return True
     return False
 

@@ -18,7 +18,8 @@ from elfpatch.cxx.names import function_path
 # Functions whose first argument is a destructor and (but for atexit) second its object.
 ATEXIT_FUNCTIONS = frozenset({"__cxa_atexit", "atexit", "__cxa_thread_atexit_impl",
                               "__cxa_thread_atexit"})
-# A function-local static is built between these (True: the guard is taken).
+# A function-local static is built between these: True takes the guard, False gives
+# it back (release when built, abort on the exception path).
 GUARD_FUNCTIONS = {"__cxa_guard_acquire": True, "__cxa_guard_release": False,
                    "__cxa_guard_abort": False}
 IOS_INIT_CONSTRUCTORS = frozenset({"_ZNSt8ios_base4InitC1Ev", "_ZNSt8ios_base4InitC2Ev"})

@@ -29,8 +29,9 @@ from typing import Any, NamedTuple
 # symbol, or a parameter's position (an int) in a parameter sweep.
 # PASS_FOREIGN: a pointer to another object's global, passed to a function of
 # this one, whose writes through it are then not this object's constructions.
-# GUARD: __cxa_guard_acquire (subject True) or __cxa_guard_release (False), between
-# which a function-local static is built on its first use.
+# GUARD: __cxa_guard_acquire (subject True) or __cxa_guard_release or _abort (False),
+# between which a function-local static is built on its first use; the callee slot
+# holds the guard (``guard_key``), or None where it is not known.
 # KEYED: a call passed a constant key (a ``KeyedCall``): a string literal or a
 # type's type_info, what registries file entries under and look them up by.
 # STAMP: a store of an address of read-only data (a vtable, a string literal) into a
@@ -219,6 +220,39 @@ ParameterUse = Callable[[int, int], int]
 PendingUse = Callable[[str, int, int, bool], int | None]
 
 
+GuardKey = str | int | None
+
+
+class GuardsHeld:
+    """The guards of function-local statics held where the events are, in program order.
+
+    A section is taken once and given back twice in the code as laid out: by
+    ``__cxa_guard_release`` when the static is built, and by ``__cxa_guard_abort``
+    on the exception path after it.  Counting both gave back an enclosing
+    section's guard too, and what it built (a flag set once, under its own
+    guard, by whichever initializer comes first) looked built unguarded.  Known
+    guards are given back by name; unknown ones by count, release only.
+    """
+
+    def __init__(self) -> None:
+        self.known: dict[str | int, None] = {}
+        self.unknown = 0
+
+    def event(self, taken: bool, guard: GuardKey) -> None:
+        if guard is not None:
+            if taken:
+                self.known[guard] = None
+            else:
+                self.known.pop(guard, None)
+        elif taken:
+            self.unknown += 1
+        else:
+            self.unknown = max(self.unknown - 1, 0)
+
+    def __len__(self) -> int:
+        return len(self.known) + self.unknown
+
+
 class Collector:
     """Composes function summaries into one ``Effects``, in program order.
 
@@ -250,6 +284,7 @@ class Collector:
         self.keyed: dict[KeyedCall, None] = {}
         self.updates: dict[str, None] = {}
         self.stamped: dict[str, None] = {}
+        self.guards = GuardsHeld()
         self.guarded = 0  # how many guards are held where the events are
         self.expanded: dict[FunctionKey, None] = {}  # in the order they were met
 
@@ -294,7 +329,8 @@ class Collector:
             elif kind == HOOK:
                 self.hooks.setdefault(subject, None)
             elif kind == GUARD:
-                self.guarded = self.guarded + 1 if subject else max(self.guarded - 1, 0)
+                self.guards.event(subject, callee)
+                self.guarded = len(self.guards)
             elif kind == KEYED:
                 self.keyed.setdefault(subject, None)
             elif kind == STAMP:

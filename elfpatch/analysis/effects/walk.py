@@ -58,6 +58,7 @@ from elfpatch.analysis.effects.summary import (
     AtExit,
     Constants,
     FunctionSummary,
+    GuardKey,
     KeyedCall,
 )
 
@@ -581,7 +582,9 @@ class FunctionWalk:
         if name in IOS_INIT_CONSTRUCTORS:
             self.summary.ios_init = True
         if name in GUARD_FUNCTIONS:
-            self.events.append((GUARD, GUARD_FUNCTIONS[name], None, 0))
+            guard = arguments[0] if arguments else None
+            self.events.append((GUARD, GUARD_FUNCTIONS[name],
+                                guard_key(guard) if guard is not None else None, 0))
         if any(arguments):
             self.keyed_call(resolved, arguments)
         if any(arguments) or result is not None:
@@ -781,6 +784,14 @@ class FunctionWalk:
 # How far ``fails_at`` reads: an error path's tail is short (thread_exit reads as far).
 _STRAIGHT_LINE = 64
 _STRAIGHT_LINE_BYTES = 1024
+
+
+def guard_key(value: Value) -> GuardKey:
+    """What names a guard variable passed to ``__cxa_guard_*``: its symbol, reached
+    through the GOT, or its address; None when neither is known."""
+    if value.got is not None:
+        return value.got.symbol
+    return value.address if value.exact and not value.page else None
 
 
 def _is_padding(mnemonic: str, operands: str) -> bool:
