@@ -154,6 +154,30 @@ def enclosing_scope(name: str) -> str | None:
     return name[layout.name_start : layout.separators[-1]]
 
 
+def parameter_types(name: str) -> list[str] | None:
+    """The parameter types of the function ``name`` names, as printed
+    (``["char const*", "int"]`` of ``a::f(char const*, int) const``; of a
+    lambda's ``operator()``, its own); [] for ``f()`` or ``f(void)``; None when
+    the name has no parameter list."""
+    last = scope_parts(name)[-1]
+    start = _layout(last).parameters
+    if start is None:
+        return None
+    types: list[str] = []
+    stack: list[str] = []
+    begin = start + 1
+    for position in range(begin, len(last)):
+        char = last[position]
+        if not stack and char in ",)":
+            types.append(last[begin:position].strip())
+            if char == ")":
+                break
+            begin = position + 1
+        else:
+            _track(stack, char)
+    return [] if types in ([""], ["void"]) else types
+
+
 def function_path(name: str) -> list[str]:
     """``["a", "B<x>", "B"]`` of ``a::B<x>::B(int) const``: the components of the
     name before its first top-level parameter list (for an entity local to a

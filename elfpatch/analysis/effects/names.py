@@ -13,7 +13,7 @@ import re
 from functools import lru_cache
 
 from elfpatch.cxx.demangle import demangle
-from elfpatch.cxx.names import function_path
+from elfpatch.cxx.names import function_path, parameter_types, scope_parts
 
 # Functions whose first argument is a destructor and (but for atexit) second its object.
 ATEXIT_FUNCTIONS = frozenset({"__cxa_atexit", "atexit", "__cxa_thread_atexit_impl",
@@ -41,6 +41,44 @@ NEVER_RETURN = frozenset({
 _THROW_HELPER = re.compile(r"__cxa_(throw|rethrow|bad_)|_ZSt\d+__throw_")
 # gcc's name for the body of std::thread's state object: the thread's function.
 _THREAD_BODY = re.compile(r"^_ZNSt6thread11_State_impl.*E6_M_runEv$")
+
+
+# Parameter types that travel in one integer register (or in a vector one).
+_SCALARS = frozenset({
+    "bool", "char", "signed char", "unsigned char", "wchar_t", "char8_t", "char16_t",
+    "char32_t", "short", "unsigned short", "int", "unsigned int", "long", "unsigned long",
+    "long long", "unsigned long long", "float", "double", "long double",
+    "decltype(nullptr)", "std::nullptr_t"})
+_MEMBER_FUNCTION_POINTER = re.compile(r"\([^()]*::\*\)")
+
+
+@lru_cache(maxsize=1 << 14)
+def argument_registers(symbol: str) -> int | None:
+    """The most integer argument registers a call to the C++ function ``symbol`` can
+    read, from the parameter types its mangled name carries: one a pointer, a
+    reference or a scalar, two any other type (a small class travels in two),
+    one more for ``this`` when the name has a scope, and one for the address of a
+    class returned by value.  None when not known: a C name, varargs, or a copy
+    gcc made (``.constprop``, ``.isra``: its parameters may differ).
+
+    A pointer left in a register the callee does not take (``rdx`` holding a
+    global's address across ``operator new(unsigned long)``) is not passed to it.
+    """
+    if not symbol.startswith("_Z") or "." in symbol:
+        return None
+    types = parameter_types(demangle(symbol))
+    if types is None or "..." in types:
+        return None
+    count = sum(_registers_of(kind) for kind in types)
+    return count + (2 if len(scope_parts(demangle(symbol))) > 1 else 1)
+
+
+def _registers_of(kind: str) -> int:
+    if _MEMBER_FUNCTION_POINTER.search(kind) or kind.endswith("__int128"):
+        return 2
+    if kind.endswith(("*", "&")) or "(*)" in kind or "(&)" in kind or kind in _SCALARS:
+        return 1
+    return 2  # a class (or an enum: not told apart by name)
 
 
 def never_returns(name: str | None) -> bool:

@@ -31,6 +31,7 @@ from elfpatch.analysis.effects.names import (
     GUARD_FUNCTIONS,
     HOOK_FUNCTIONS,
     IOS_INIT_CONSTRUCTORS,
+    argument_registers,
     is_constructor,
     never_returns,
 )
@@ -554,9 +555,10 @@ class FunctionWalk:
     # -- calls ----------------------------------------------------------------
     def call(self, target: Value | None) -> None:
         state = self.state
-        arguments = [state.get(register) for register in self.ARGUMENTS] if state else []
-        result = state.get(self.RESULT_POINTER) if state and self.RESULT_POINTER else None
         resolved = self.resolve(target) if target is not None else None
+        arguments = [state.get(register) for register
+                     in self.ARGUMENTS[:self.arguments_taken(resolved)]] if state else []
+        result = state.get(self.RESULT_POINTER) if state and self.RESULT_POINTER else None
         if state:
             self.forget_clobbered(resolved)
         # The constants it is passed may select its paths (``analyzer.specialised``).
@@ -594,6 +596,11 @@ class FunctionWalk:
             self.summary.callees[(resolved.follow, constants) if constants
                                  else resolved.follow] = None
             self.events.append((CALL, resolved.follow, constants or None, 0))
+
+    def arguments_taken(self, callee: Target | None) -> int | None:
+        """How many argument registers the callee can read (None: all of them)."""
+        return argument_registers(callee.name) if callee is not None and callee.name \
+            else None
 
     def result_of(self, function: int, constants: Constants = ()) -> None:
         """The result register after calling a function of this object that always
