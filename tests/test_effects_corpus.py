@@ -418,7 +418,6 @@ CORPUS: tuple[Row, ...] = (
         effect=(
             'address exported',
             'write exported',
-            'pass exported to code not followed as 2',
             'write hidden_value',
             'calls external _Z7computev',
         )),
@@ -792,7 +791,6 @@ CORPUS: tuple[Row, ...] = (
         effect=(
             'address exported',
             'write exported',
-            'pass exported to code not followed as 1',
             'write hidden_value',
             'calls external _Z7computev',
         )),
