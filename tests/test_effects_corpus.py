@@ -342,6 +342,27 @@ CORPUS: tuple[Row, ...] = (
             'calls external puts',
             'calls external abort',
         )),
+    Row('x86_64-hand-vector', 'x86_64', 0x1000,
+        (
+            '488d35f93f0000660fefc00f1106c5fe7f06f30f7e0dee3f0000c3'
+        ),
+        (
+            'lea rsi, [rip + 0x3ff9] ; sets rsi',
+            'pxor xmm0, xmm0',
+            'movups xmmword ptr [rsi], xmm0',
+            'vmovdqu ymmword ptr [rsi], ymm0',
+            'movq xmm1, qword ptr [rip + 0x3fee]',
+            'ret',
+        ),
+        data={
+            0x5000: 'g',
+            0x5008: 'h',
+        },
+        effect=(
+            'write g',
+            'write g',
+            'read h',
+        )),
     Row('aarch64-hand', 'aarch64', 0x1000,
         (
             '20000090004000911f0000b9e1008052010400b922000090431040b9240002108548613846d03bd5'
@@ -1373,6 +1394,8 @@ HAND = {
                                      "0064488b142500000000488b3db74f0000ff15b14f00003effe0"),
     "x86_64-hand-spill": ("x86_64", "488d35f93f0000488975e8488b7de8488d15f23f0000ff15e44f0000"
                                     "f2ff25e54f0000"),
+    # Vector moves: capstone 5 marks the stores (movups, vmovdqu) as reads of memory.
+    "x86_64-hand-vector": ("x86_64", "488d35f93f0000660fefc00f1106c5fe7f06f30f7e0dee3f0000c3"),
     "aarch64-hand": ("aarch64", "20000090004000911f0000b9e1008052010400b922000090431040b9"
                                 "240002108548613846d03bd5fd7bbea9e00b00f9e00b40f9fd7bc2a8"
                                 "300000b0110240f920023fd6300000b0110640f920021fd6"),

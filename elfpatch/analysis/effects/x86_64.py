@@ -66,6 +66,9 @@ _X86_NO_DESTINATION = frozenset({"cmp", "test", "push", "bt", "comiss", "comisd"
                                  "ucomisd", "ptest", "nop", "endbr64", "prefetcht0",
                                  "prefetcht1", "prefetcht2", "prefetchnta", "prefetchw"})
 _X86_READS_MEMORY = frozenset({"cmp", "test", "movzx", "movsx", "movsxd", "push"})
+# Moves, scalar and vector, whose destination is their first operand (the rest of
+# those starting so are listed above: they only read memory).
+_X86_MOVES = ("mov", "vmov")
 # Instructions that write registers they do not name (string ops, mul/div, cpuid…).
 _X86_IMPLICIT = frozenset({"mul", "div", "idiv", "cdq", "cqo", "cwd", "cdqe", "cpuid",
                            "rdtsc", "rdtscp", "syscall", "xchg", "xadd", "cmpxchg",
@@ -477,11 +480,11 @@ class X86Walk(FunctionWalk):
 
     # -- everything else --------------------------------------------------------------
     def generic_memory(self, mnemonic: str, operands: str, address: int, size: int) -> None:
-        for operand in operands.split(", "):
+        for position, operand in enumerate(operands.split(", ")):
             if "[" in operand:
                 located = self.memory(operand, address + size)
                 if located is not None:
-                    read, write = self.memory_access(mnemonic, address, size)
+                    read, write = self.memory_access(mnemonic, address, size, position)
                     self.access(located[0], located[1], read, write)
 
     def generic_registers(self, mnemonic: str, operands: str) -> None:
@@ -497,10 +500,16 @@ class X86Walk(FunctionWalk):
         for register in self.CALLER_SAVED:
             self.state.pop(register, None)
 
-    def memory_access(self, mnemonic: str, address: int, size: int) -> tuple[bool, bool]:
-        """(read, write) of the memory operand, from capstone's operand access flags."""
+    def memory_access(self, mnemonic: str, address: int, size: int,
+                      position: int = 0) -> tuple[bool, bool]:
+        """(read, write) of the memory operand at ``position``, from capstone's operand
+        access flags, but for moves: a move writes its first operand and reads the
+        other (capstone 5 marks many vector stores as reads: ``movups``, ``movq``,
+        ``vmovdqu [rsi], ymm0``, and gcc zeroes objects with them)."""
         if mnemonic in _X86_READS_MEMORY:
             return True, False
+        if mnemonic.startswith(_X86_MOVES):
+            return position > 0, position == 0
         offset = address - self.start
         code = bytes(self.code[offset : offset + size])
         for instruction in self.analyzer.detailed.disasm(code, address, 1):
