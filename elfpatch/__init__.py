@@ -54,6 +54,7 @@ _PUBLIC = {
     "InitializerKind": "elfpatch.elf.arrays", "UnitSource": "elfpatch.analysis.initializers",
     "ClosurePhase": "elfpatch.analysis.init_order", "BlockerKind": "elfpatch.loader.dlopen",
     "HostKind": "elfpatch.loader.dlopen", "DlopenMode": "elfpatch.loader.dlopen",
+    "StopReason": "elfpatch.analysis.effects.summary",
 }
 
 # Literal, for linters and type checkers; a test checks it lists _PUBLIC.
@@ -63,9 +64,9 @@ __all__ = ["BindingTarget", "BlockerKind", "CheckResult", "CheckRule", "Clash", 
            "HostProfile", "InitializerEntry", "InitializerKind", "InitsResult", "Level",
            "LibraryCheck", "LibraryFacts", "LibraryOutcome", "LibraryPlan", "MemberFix",
            "ObjectReport", "Policy", "Refusal", "Risk", "RiskKind", "ScanReport", "Severity",
-           "SymbolChange", "UniqueKind", "UniqueSymbol", "UnitSource", "WheelFixResult",
-           "WheelStatus", "WheelsResult", "__version__", "check", "fix", "inits", "repair_wheels",
-           "scan"]
+           "StopReason", "SymbolChange", "UniqueKind", "UniqueSymbol", "UnitSource",
+           "WheelFixResult", "WheelStatus", "WheelsResult", "__version__", "check", "fix", "inits",
+           "repair_wheels", "scan"]
 
 if TYPE_CHECKING:
     from typing import Any
@@ -78,6 +79,7 @@ if TYPE_CHECKING:
         LibraryCheck,
         LibraryFacts,
     )
+    from elfpatch.analysis.effects.summary import StopReason
     from elfpatch.analysis.init_order import (
         ClosureEntry,
         ClosurePhase,

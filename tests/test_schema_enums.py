@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from elfpatch.analysis.check import CheckRule
+from elfpatch.analysis.effects.summary import StopReason
 from elfpatch.analysis.init_order import ClosurePhase
 from elfpatch.analysis.initializers import UnitSource
 from elfpatch.analysis.policy import Level
@@ -78,6 +79,12 @@ def test_initializer_kinds_sources_and_closure_phases() -> None:
     assert set(at(inits, *phase)) == values(ClosurePhase)
 
 
+def test_stop_reasons() -> None:
+    coverage = ("properties", "files", "items", "properties", "coverage", "properties",
+                "stopped", "propertyNames")
+    assert set(at(schema("inits.schema.json"), *coverage)) == values(StopReason)
+
+
 def _load_modes(node: Any) -> list[set[str]]:
     """The mode enums of every loader verdict (an object with ``blockers``) in a schema."""
     found = []
@@ -139,7 +146,7 @@ def test_load_blocker_kinds(name: str) -> None:
 @pytest.mark.parametrize("name", ["BindingTarget", "BlockerKind", "CheckRule", "ClosurePhase",
                                   "DestructorScope", "DlopenMode", "FixMode", "HostKind",
                                   "InitializerKind", "Level", "RiskKind", "Severity",
-                                  "UniqueKind", "UnitSource", "WheelStatus"])
+                                  "StopReason", "UniqueKind", "UnitSource", "WheelStatus"])
 def test_exported_enums_read_as_their_values(name: str) -> None:
     """Each is exported from elfpatch and is its value wherever a string is written."""
     import elfpatch

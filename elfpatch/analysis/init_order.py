@@ -11,7 +11,13 @@ from itertools import compress, zip_longest
 from typing import TypeVar
 
 from elfpatch.analysis.effects import Effects, EffectsAnalyzer, Part
-from elfpatch.analysis.effects.summary import effects_keys, object_keys, rekeyed, settle
+from elfpatch.analysis.effects.summary import (
+    StopReason,
+    effects_keys,
+    object_keys,
+    rekeyed,
+    settle,
+)
 from elfpatch.analysis.initializers import (
     InitializerEntry,
     ObjectInits,
@@ -59,7 +65,7 @@ class Coverage:
     destructors: int  # registered destructors and atexit functions of this object followed
     destructors_complete: int
     # Why the others stopped: (reason, how many initializers and destructors it stopped).
-    stopped: tuple[tuple[str, int], ...] = ()
+    stopped: tuple[tuple[StopReason, int], ...] = ()
     # Branches on constants the code passes to the functions it calls: decided (only
     # the selected path followed) and not decided (every path kept).
     constant_branches: tuple[int, int] = (0, 0)

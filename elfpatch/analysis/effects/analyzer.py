@@ -28,11 +28,6 @@ from elfpatch.analysis.effects.summary import (
     PASS,
     PASS_FOREIGN,
     READ,
-    STOP_DEPTH,
-    STOP_FUNCTION_BUDGET,
-    STOP_SIZE_CAP,
-    STOP_UNKNOWN_INSTRUCTION,
-    STOP_UNREADABLE,
     UNKNOWN_EFFECTS,
     UNKNOWN_PASS,
     USE_READ,
@@ -47,6 +42,7 @@ from elfpatch.analysis.effects.summary import (
     FunctionSummary,
     GuardsHeld,
     Part,
+    StopReason,
     effects_keys,
     incomplete,
     rekeyed,
@@ -249,11 +245,11 @@ class EffectsAnalyzer:
         parts.append(Part(None, None, collector.effects(not stopped, stopped), True))
 
     def _reach(self, roots: list[FunctionKey], max_depth: int, max_functions: int,
-               ) -> tuple[dict[FunctionKey, FunctionSummary], dict[str, None]]:
+               ) -> tuple[dict[FunctionKey, FunctionSummary], dict[StopReason, None]]:
         """The functions followed from ``roots`` (breadth first, within the budget), and
         why the code could not be followed to its end."""
         reached: dict[FunctionKey, FunctionSummary] = {}
-        stopped: dict[str, None] = {}
+        stopped: dict[StopReason, None] = {}
         # A call passing constants is resolved (``specialised``) only when its turn
         # comes within the budget: resolving costs a walk.
         frontier: list[FunctionKey] = list(dict.fromkeys(roots))
@@ -265,7 +261,7 @@ class EffectsAnalyzer:
                 if function in reached:
                     continue
                 if analysed == max_functions:
-                    stopped[STOP_FUNCTION_BUDGET] = None
+                    stopped[StopReason.FUNCTION_BUDGET] = None
                     return reached, stopped
                 summary = reached[function] = self.summary(function)
                 analysed += 1
@@ -281,7 +277,7 @@ class EffectsAnalyzer:
             if not frontier:
                 break
         else:
-            stopped[STOP_DEPTH] = None  # callees deeper than max_depth were left out
+            stopped[StopReason.DEPTH] = None  # callees deeper than max_depth were left out
         return reached, stopped
 
     def prefetch(self, roots: Sequence[int], alongside: Alongside, *, max_depth: int = 4,
@@ -577,7 +573,7 @@ class EffectsAnalyzer:
         limit = min(size, MAX_FUNCTION_BYTES) if size else MAX_UNSIZED_BYTES
         code = self.index.code_at(address, limit)
         if code is None or (size and len(code) < min(size, MAX_FUNCTION_BYTES)):
-            return incomplete(STOP_UNREADABLE)
+            return incomplete(StopReason.UNREADABLE)
         try:
             walk = self._walk(self, address, code, bool(size), parameters, constants)
             summary = walk.run()
@@ -586,9 +582,9 @@ class EffectsAnalyzer:
                 summary = self._walk(self, address, code, bool(size), parameters, constants,
                                      pruned).run()
         except self._decode_errors:  # code that does not decode
-            return incomplete(STOP_UNKNOWN_INSTRUCTION)
+            return incomplete(StopReason.UNKNOWN_INSTRUCTION)
         if size > MAX_FUNCTION_BYTES:
-            summary.stop(STOP_SIZE_CAP)
+            summary.stop(StopReason.SIZE_CAP)
         return summary
 
 

@@ -25,6 +25,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from elfpatch.base.text_enum import TextEnum
+
 # Event kinds: (kind, subject, callee, position).  The subject is a global's
 # symbol, or a parameter's position (an int) in a parameter sweep.
 # PASS_FOREIGN: a pointer to another object's global, passed to a function of
@@ -66,16 +68,22 @@ def unseen_use(position: int) -> int:
         return USE_UNKNOWN
     return USE_READ | USE_UNKNOWN if position == 0 else USE_READ
 
-# Why code was not followed to its end.
-STOP_INDIRECT_JUMP = "indirect jump"
-STOP_INDIRECT_CALL = "indirect call"
-STOP_SIZE_CAP = "size cap"
-STOP_UNKNOWN_INSTRUCTION = "unknown instruction"
-STOP_UNREADABLE = "code not in the file"
-STOP_DEPTH = "call depth"
-STOP_FUNCTION_BUDGET = "function budget"
+
+class StopReason(TextEnum):
+    """Why code was not followed to its end; the keys of the JSON's ``coverage.stopped``."""
+
+    INDIRECT_JUMP = "indirect jump"
+    INDIRECT_CALL = "indirect call"
+    SIZE_CAP = "size cap"
+    UNKNOWN_INSTRUCTION = "unknown instruction"
+    UNREADABLE = "code not in the file"
+    DEPTH = "call depth"
+    FUNCTION_BUDGET = "function budget"
+
+
 # A function stopped for these may hold a return its sweep did not see.
-_UNREAD_CODE = frozenset({STOP_SIZE_CAP, STOP_UNKNOWN_INSTRUCTION, STOP_UNREADABLE})
+_UNREAD_CODE = frozenset({StopReason.SIZE_CAP, StopReason.UNKNOWN_INSTRUCTION,
+                          StopReason.UNREADABLE})
 
 
 @dataclass(frozen=True)
@@ -112,7 +120,7 @@ class Effects:
     passed: tuple[str, ...] = ()  # globals whose address reaches code that is not followed
     # (global, True when written) for each global the code touches, by first touch.
     first_access: tuple[tuple[str, bool], ...] = ()
-    stopped: tuple[str, ...] = ()  # why the code was not followed to the end
+    stopped: tuple[StopReason, ...] = ()  # why the code was not followed to the end
     hooks: tuple[int, ...] = ()  # this object's functions handed over to run later
     # Pointers passed to this object's functions, what those do with them not yet
     # worked out (see ``settle``): (global, function, position, another object's).
@@ -152,7 +160,7 @@ class FunctionSummary:
     calls: dict[str, None] = field(default_factory=dict)
     external_calls: dict[str, None] = field(default_factory=dict)
     ios_init: bool = False
-    stopped: dict[str, None] = field(default_factory=dict)
+    stopped: dict[StopReason, None] = field(default_factory=dict)
     callees: dict[FunctionKey, None] = field(default_factory=dict)  # functions to follow
     decided: int = 0  # branches on a constant argument decided (``Effects.branches``)
     undecided: int = 0
@@ -188,7 +196,7 @@ class FunctionSummary:
         elif address != self.returned:
             self.returned = None
 
-    def stop(self, reason: str) -> None:
+    def stop(self, reason: StopReason) -> None:
         self.stopped[reason] = None
 
     def bare_keys(self) -> tuple[str, ...]:
@@ -208,7 +216,7 @@ class Part(NamedTuple):
     inline: bool  # code of several translation units may be mixed in program order
 
 
-def incomplete(reason: str) -> FunctionSummary:
+def incomplete(reason: StopReason) -> FunctionSummary:
     summary = FunctionSummary()
     summary.stop(reason)
     return summary
@@ -376,7 +384,7 @@ class Collector:
         self.writes.setdefault(symbol, None)
         self.first.setdefault(symbol, True)
 
-    def effects(self, complete: bool, stopped: Iterable[str]) -> Effects:
+    def effects(self, complete: bool, stopped: Iterable[StopReason]) -> Effects:
         calls: dict[str, None] = {}
         external: dict[str, None] = {}
         ios_init = False

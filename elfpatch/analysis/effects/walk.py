@@ -51,9 +51,6 @@ from elfpatch.analysis.effects.summary import (
     READ,
     RESULT_POSITION,
     STAMP,
-    STOP_INDIRECT_CALL,
-    STOP_INDIRECT_JUMP,
-    STOP_UNKNOWN_INSTRUCTION,
     UNKNOWN_PASS,
     WRITE,
     AtExit,
@@ -61,6 +58,7 @@ from elfpatch.analysis.effects.summary import (
     FunctionSummary,
     GuardKey,
     KeyedCall,
+    StopReason,
 )
 
 if TYPE_CHECKING:
@@ -214,7 +212,7 @@ class FunctionWalk:
                 break
         else:
             if sized and reached < self.end:  # undecodable bytes
-                self.summary.stop(STOP_UNKNOWN_INSTRUCTION)
+                self.summary.stop(StopReason.UNKNOWN_INSTRUCTION)
         return self.summary
 
     def decode(self) -> Iterator[tuple[int, int, str, str]]:
@@ -570,7 +568,7 @@ class FunctionWalk:
             if target is None or target.parameter is not None:
                 # Through a register we cannot resolve (a virtual call, a callback):
                 # code that is not followed.
-                self.summary.stop(STOP_INDIRECT_CALL)
+                self.summary.stop(StopReason.INDIRECT_CALL)
             return
         self.record_call(resolved)
         name = resolved.name
@@ -734,7 +732,7 @@ class FunctionWalk:
     def tail_call(self, target: Value | None) -> bool:
         """A jump out of the function (or through a register); never falls through."""
         if target is None:
-            self.summary.stop(STOP_INDIRECT_JUMP)  # an indirect jump we cannot resolve
+            self.summary.stop(StopReason.INDIRECT_JUMP)  # an indirect jump we cannot resolve
         elif target.address != 0:  # 0: a null weak reference, tested before the jump
             self.call(target)
         self.summary.note_return(None)  # returns what another function returns
