@@ -21,6 +21,7 @@ from xml.etree import ElementTree
 
 from elfpatch.analysis.check import (
     REGISTERED_BY,
+    UNNAMED_OBJECT,
     CheckResult,
     CheckRule,
     Clash,
@@ -117,17 +118,13 @@ def _library_summary(library: LibraryCheck, style: Styler) -> list[str]:
     return lines + _baselined_line(library, style)
 
 
-# What the analysis says of an object it could not name: no example to show.
-_UNNAMED = "an object"
-
-
 def _distinct_names(findings: list[Finding], names: dict[str, UniqueSymbol],
                     width: int) -> list[str]:
     """The findings' subjects, shortened, each once, leaving out the ones without a name."""
     seen: dict[str, None] = {}
     for finding in findings:
         name = shorten(_subject_name(finding, names), width)
-        if name != _UNNAMED:
+        if name != UNNAMED_OBJECT:  # an object the analysis could not name: no example
             seen.setdefault(name)
         if len(seen) > _SUMMARY_EXAMPLES:
             break
