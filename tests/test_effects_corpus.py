@@ -167,6 +167,9 @@ class ReplayIndex:
     def read_only_data(self, address: int) -> bool:
         return False  # nor stores of read-only addresses
 
+    def zero_initialized(self, address: int) -> bool:
+        return False  # nor .bss: a store of zero is a store like any other
+
     def code_at(self, address: int, limit: int) -> memoryview | None:
         offset = address - self.row.start
         if not 0 <= offset < len(self.code):

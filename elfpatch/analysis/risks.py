@@ -240,6 +240,8 @@ def order_risks(initializers: Sequence[AnalysedInitializer],
             constructor = initializers[builder]
             if constructor.unit == item.unit:
                 continue
+            if symbol not in updated and symbol not in constructor.effects.changed:
+                continue  # built with zeros into .bss: a read before it reads the same
             risks.append(_order_risk(item, constructor, symbol, builder > position, objects,
                                      registers=symbol in updated))
     return risks

@@ -44,6 +44,12 @@ _A64_TRANSFER = ("ld", "st", "sw", "ca")
 _A64_ARGUMENT_NUMBERS = frozenset("01234567")  # x0-x7, w0-w7 (after the x or w)
 
 
+def _stores_zero(operands: str) -> bool:
+    """``str wzr, [x0]``, ``stp xzr, xzr, [x1, #8]``: only the zero register is stored."""
+    stored = operands[: operands.find("[")].rstrip(", ").split(", ")
+    return all(register in ("wzr", "xzr") for register in stored)
+
+
 def _a64_register(name: str) -> str | None:
     """x0/w0 -> x0; fp/lr -> x29/x30; sp, zr and vector registers are not tracked."""
     if name in ("fp", "lr"):
@@ -284,7 +290,9 @@ class Arm64Walk(FunctionWalk):
                 and base.address is not None and offset is not None \
                 and self.load_from(registers[0], base.address + offset):
             return
-        self.access(base, offset or 0, read=loads, write=mnemonic.startswith("st") or read_write)
+        stores = mnemonic.startswith("st")
+        self.access(base, offset or 0, read=loads, write=stores or read_write,
+                    zero=stores and not read_write and _stores_zero(operands))
         if mnemonic in ("str", "stur") and registers and operands.startswith("x"):
             self.stamp(base, offset or 0, self.state.get(registers[0] or ""))
         if mnemonic in ("str", "stur", "stp") and operands.startswith("x"):

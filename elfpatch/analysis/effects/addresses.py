@@ -275,6 +275,16 @@ class AddressIndex:
                 return not flags & PF_X and not self._writable(address)
         return False
 
+    def zero_initialized(self, address: int) -> bool:
+        """Whether ``address`` is in memory the loader fills with zeros (.bss: a loadable
+        segment's part past its file bytes)."""
+        return any(low <= address < high for low, high in self._zero_filled)
+
+    @cached_property
+    def _zero_filled(self) -> list[tuple[int, int]]:
+        return [(s.vaddr + s.filesz, s.vaddr + s.memsz) for s in self.elf.segments
+                if s.type == C.PT_LOAD and s.memsz > s.filesz]
+
     @cached_property
     def _loads(self) -> list[tuple[int, int, int]]:
         return [(s.vaddr, s.vaddr + s.memsz, s.flags) for s in self.elf.segments

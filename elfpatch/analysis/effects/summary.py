@@ -38,8 +38,11 @@ from elfpatch.base.text_enum import TextEnum
 # type's type_info, what registries file entries under and look them up by.
 # STAMP: a store of an address of read-only data (a vtable, a string literal) into a
 # global: what constructors do, and counters, flags and list heads never get.
+# WRITE's position is ZERO_STORE for a store of zero into zero-initialized memory
+# (.bss): it leaves the bytes as the loader made them.
 READ, WRITE, ADDRESS, PASS, PASS_FOREIGN, UNKNOWN_PASS, CALL, ATEXIT, HOOK, GUARD, KEYED, \
     STAMP = range(12)
+ZERO_STORE = 1  # WRITE's position
 # The subject (str, int, bool, AtExit or KeyedCall) and the callee (int or None) are
 # typed by the kind: a tagged union a type checker cannot narrow on an int, hence Any
 # for those two.
@@ -141,6 +144,10 @@ class Effects:
     # Branches on a constant the code passes to a function it calls: (decided, so only
     # the path selected was followed; not decided, so every path was kept).
     branches: tuple[int, int] = (0, 0)
+    # Globals written with something other than zero into zero-initialized memory:
+    # those whose bytes the code changes (a "constructor" that only stores zeros into
+    # .bss leaves them as they were, and a read before it sees the same).
+    changed: tuple[str, ...] = ()
 
     def written_first(self, symbol: str) -> bool | None:
         """Whether the first touch of ``symbol`` writes it (None: never touched)."""
@@ -292,6 +299,7 @@ class Collector:
         self.keyed: dict[KeyedCall, None] = {}
         self.updates: dict[str, None] = {}
         self.stamped: dict[str, None] = {}
+        self.changed: dict[str, None] = {}
         self.guards = GuardsHeld()
         self.guarded = 0  # how many guards are held where the events are
         self.expanded: dict[FunctionKey, None] = {}  # in the order they were met
@@ -313,7 +321,7 @@ class Collector:
             if kind == READ:
                 self.read(subject)
             elif kind == WRITE:
-                self.write(subject)
+                self.write(subject, position == ZERO_STORE)
             elif kind == CALL:
                 key = subject if callee is None else (subject, callee)
                 if not self.fails(key):
@@ -376,7 +384,9 @@ class Collector:
         self.reads.setdefault(symbol, None)
         self.first.setdefault(symbol, False)
 
-    def write(self, symbol: str) -> None:
+    def write(self, symbol: str, zero: bool = False) -> None:
+        if not zero:
+            self.changed.setdefault(symbol, None)
         if self.guarded:
             self.lazy.setdefault(symbol, None)
         else:
@@ -404,7 +414,8 @@ class Collector:
                        tuple(self.passed), tuple(self.first.items()), tuple(stopped),
                        tuple(self.hooks), tuple(self.pending), tuple(self.lazy),
                        tuple(group for group in groups if group), tuple(self.keyed),
-                       tuple(self.updates), tuple(self.stamped), (decided, undecided))
+                       tuple(self.updates), tuple(self.stamped), (decided, undecided),
+                       tuple(self.changed))
 
 
 def _bare_keys(events: Iterable[Event]) -> tuple[str, ...]:
@@ -432,6 +443,7 @@ def settle(effects: Effects, use: PendingUse) -> Effects:
     collector.first = dict(effects.first_access)
     collector.lazy = dict.fromkeys(effects.lazy)
     collector.updates = dict.fromkeys(effects.updates)
+    collector.changed = dict.fromkeys(effects.changed)
     for symbol, callee, position, foreign, guarded in effects.pending:
         found = use(symbol, callee, position, foreign)
         collector.guarded = int(guarded)
@@ -441,7 +453,8 @@ def settle(effects: Effects, use: PendingUse) -> Effects:
         effects, writes=tuple(collector.writes), reads=tuple(collector.reads),
         addresses=tuple(a for a in collector.addresses if a not in touched),
         passed=tuple(collector.passed), first_access=tuple(collector.first.items()),
-        pending=(), lazy=tuple(collector.lazy), updates=tuple(collector.updates))
+        pending=(), lazy=tuple(collector.lazy), updates=tuple(collector.updates),
+        changed=tuple(collector.changed))
 
 
 # -- objects known by address -----------------------------------------------------------
@@ -565,4 +578,4 @@ def rekeyed(effects: Effects, keys: dict[str, str]) -> Effects:
                      if r.object else r for r in effects.atexit),
         pending=tuple((keys.get(p[0], p[0]), *p[1:]) for p in effects.pending),
         lazy=each(effects.lazy), updates=each(effects.updates),
-        stamped=each(effects.stamped), groups=())
+        stamped=each(effects.stamped), changed=each(effects.changed), groups=())

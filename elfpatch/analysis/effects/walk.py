@@ -53,6 +53,7 @@ from elfpatch.analysis.effects.summary import (
     STAMP,
     UNKNOWN_PASS,
     WRITE,
+    ZERO_STORE,
     AtExit,
     Constants,
     FunctionSummary,
@@ -517,7 +518,9 @@ class FunctionWalk:
         if found is not None and found[1]:
             self.events.append((STAMP, found[0], None, 0))
 
-    def access(self, value: Value, offset: int, read: bool, write: bool) -> None:
+    def access(self, value: Value, offset: int, read: bool, write: bool,
+               zero: bool = False) -> None:
+        """A load or store at ``value + offset``; ``zero``: a store of zero."""
         if value.parameter is not None:
             subject: str | int = value.parameter
             defined = True
@@ -535,7 +538,19 @@ class FunctionWalk:
         if read:
             self.events.append((READ, subject, None, 0))
         if write and defined:
-            self.events.append((WRITE, subject, None, 0))
+            self.events.append((WRITE, subject, None,
+                                ZERO_STORE if zero and self.zero_filled(value, offset) else 0))
+
+    def zero_filled(self, value: Value, offset: int) -> bool:
+        """Whether ``value + offset`` is known to lie in memory the loader zeroes (.bss),
+        reached by its address or through the GOT slot of this object's definition (a
+        copy relocation copies those zeros too)."""
+        entry = value.got
+        if entry is not None:
+            at = entry.definition if entry.defined and not entry.is_tls else None
+        else:
+            at = value.address if value.exact else None  # an adrp page: plus the offset
+        return at is not None and self.index.zero_initialized(at + offset)
 
     def stores_address(self, base: Value, offset: int, stored: Value | None) -> None:
         """A store of an address a little past the place stored to (``s._M_p =

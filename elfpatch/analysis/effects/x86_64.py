@@ -414,7 +414,8 @@ class X86Walk(FunctionWalk):
                 return True
             located = self.memory(destination, following)
             if located is not None:
-                self.access(located[0], located[1], read=False, write=True)
+                self.access(located[0], located[1], read=False, write=True,
+                            zero=source == "0")
                 if source in _X86_QWORD:
                     stored = self.state.get(_X86_FAMILY[source])
                     self.stamp(located[0], located[1], stored)
