@@ -141,14 +141,13 @@ def hidden_exports(elf: ElfFile, rules: Sequence[HideRule]) -> tuple[Candidate, 
         return ()
     bindings = table.bindings
     runtime = (elf.soname or "").startswith(("libstdc++.", "libc++."))
-    exported = table.exported_indices()
-    replaces_allocator = any(table.name(i) in PLAIN_OPERATOR_NEW for i in exported)
+    names = {index: table.name(index) for index in table.exported_indices()}
+    replaces_allocator = not PLAIN_OPERATOR_NEW.isdisjoint(names.values())
     found = []
-    for index in exported:
+    for index, name in names.items():
         binding = bindings[index]
         if binding == C.STB_GNU_UNIQUE:
             continue  # the UNIQUE rewrite decides these
-        name = table.name(index)
         if any(rule.matches(name, runtime, replaces_allocator) for rule in rules):
             found.append(Candidate(DYNSYM, index, name, True, hidden=True,
                                    binding=C.BINDING_NAMES[binding]))
