@@ -288,6 +288,25 @@ def test_an_initializer_that_builds_a_thread_local_keeps_the_library(
     assert load_verdict(built["tls"], LoadHost.named(host)).unloads is True
 
 
+# A destructor that needs the GIL, as a pybind11 module's static py::objects do when
+# dlclose runs them: the interpreter aborts ("the GIL is released") when it is not held.
+NEEDS_THE_GIL = r"""
+void *PyThreadState_Get(void);
+__attribute__((destructor)) static void release(void) { PyThreadState_Get(); }
+int get(void) { return 5; }
+"""
+
+
+def test_the_python_host_holds_the_gil_through_dlopen_and_dlclose(
+        hosts: dict[str, list[str]], tmp_path: Path) -> None:
+    """As import does: a library whose destructors touch Python unloads, it does not abort."""
+    library = compile_linked("gcc", "c", tmp_path / "libgil.so", NEEDS_THE_GIL,
+                             soname="libgil.so")
+    real = probe(hosts["python"], library)
+    assert (real.loaded, real.unloaded) == (True, True), real.error
+    assert verdict(library, "python").unloads is True
+
+
 # -- cannot load ----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("host", HOSTS)
