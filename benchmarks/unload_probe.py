@@ -70,7 +70,9 @@ int main(int argc, char **argv) {
 
 PYTHON_PROBE = r"""
 import ctypes, os, sys
-libc = ctypes.CDLL(None)
+# PyDLL holds the GIL through each call, as import holds it around dlopen: initializers
+# and destructors that touch Python objects (a pybind11 module's statics) need it.
+libc = ctypes.PyDLL(None)
 libc.dlopen.restype = ctypes.c_void_p
 libc.dlopen.argtypes = [ctypes.c_char_p, ctypes.c_int]
 libc.dlerror.restype = ctypes.c_char_p

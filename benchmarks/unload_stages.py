@@ -42,6 +42,7 @@ class Stage:
     agree: int = 0
     stayed: set[str] = dataclasses.field(default_factory=set)
     disagreements: list[str] = dataclasses.field(default_factory=list)
+    crashed: dict[str, str] = dataclasses.field(default_factory=dict)  # member: how it died
 
 
 def repaired(wheel: Path, folder: Path, extra: Sequence[str]) -> Path:
@@ -65,7 +66,10 @@ def judge(wheel: Path, scratch: Path, host_command: list[str], options: argparse
     stage = Stage()
     for library in elf_files(root):
         real = probe(host_command, library, now=options.now)
-        if real.preloaded or real.error.startswith("host exited"):
+        if real.error.startswith("host exited"):
+            stage.crashed[str(library.relative_to(root))] = real.error
+            continue
+        if real.preloaded:
             continue
         stage.libraries += 1
         verdict = load_verdict(library, host)
@@ -106,13 +110,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                       f"{stage.loaded} | {stage.agree} | {len(stage.stayed)}")
                 for line in stage.disagreements:
                     print(f"    DIFFER {line}")
+                for member, error in sorted(stage.crashed.items()):
+                    print(f"    CRASH {member}: {error}")
                 total = totals[name]
                 total.libraries += stage.libraries
                 total.loaded += stage.loaded
                 total.agree += stage.agree
                 total.stayed |= {f"{number}:{m}" for m in stage.stayed}
             pinned += len(stages[0].stayed)
-            freed += len(stages[0].stayed - stages[2].stayed)
+            # A library whose probe died after the fix was not seen to unload.
+            freed += len(stages[0].stayed - stages[2].stayed - stages[2].crashed.keys())
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     for name, total in totals.items():

@@ -133,7 +133,8 @@ def fix(paths: Paths, *, output: PathLike | None = None, in_place: bool = False,
     ``in_place`` and ``dry_run``.  All files are written, or none.
     ``hide`` also makes the exports whose demangled name matches one of its
     regexes LOCAL (``"preset:cxx-instantiations"``: the C++ runtime's template
-    instantiations), unless another library of the set references them.
+    instantiations and the runtime functions ``libstdc++_nonshared.a`` copies in),
+    unless another library of the set references them.
     """
     from elfpatch.plan.bindings import FixOptions, fix_mode
     from elfpatch.service.fix import fix_paths

@@ -161,7 +161,8 @@ def scan(paths: tuple[str, ...], as_json: bool, verbose: bool, quiet: bool, host
 @click.option("--hide", "hide", multiple=True, metavar="REGEX",
               help="Also make exports whose demangled name matches LOCAL (unless another "
               "library of the set needs them); preset:cxx-instantiations names the C++ "
-              "runtime's template instantiations. Adds to hide = [...] of [tool.elfpatch].")
+              "runtime's template instantiations and the runtime functions "
+              "libstdc++_nonshared.a copies in. Adds to hide = [...] of [tool.elfpatch].")
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON report (version 1).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr (shown only on a "
               "terminal, for -w).")

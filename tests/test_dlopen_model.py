@@ -288,6 +288,25 @@ def test_an_initializer_that_builds_a_thread_local_keeps_the_library(
     assert load_verdict(built["tls"], LoadHost.named(host)).unloads is True
 
 
+# A destructor that needs the GIL, as a pybind11 module's static py::objects do when
+# dlclose runs them: the interpreter aborts ("the GIL is released") when it is not held.
+NEEDS_THE_GIL = r"""
+void *PyThreadState_Get(void);
+__attribute__((destructor)) static void release(void) { PyThreadState_Get(); }
+int get(void) { return 5; }
+"""
+
+
+def test_the_python_host_holds_the_gil_through_dlopen_and_dlclose(
+        hosts: dict[str, list[str]], tmp_path: Path) -> None:
+    """As import does: a library whose destructors touch Python unloads, it does not abort."""
+    library = compile_linked("gcc", "c", tmp_path / "libgil.so", NEEDS_THE_GIL,
+                             soname="libgil.so")
+    real = probe(hosts["python"], library)
+    assert (real.loaded, real.unloaded) == (True, True), real.error
+    assert verdict(library, "python").unloads is True
+
+
 # -- cannot load ----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("host", HOSTS)
@@ -526,6 +545,70 @@ def test_a_hidden_instantiation_called_through_the_plt_at_load_still_binds(
     done = subprocess.run([sys.executable, "-c", CALL_RUN, str(fixed)], capture_output=True,
                           text=True, check=True)
     assert done.stdout.strip() == "9"
+
+
+# What manylinux2014's libstdc++_nonshared.a links into every C++ library: the runtime's
+# functions newer than the system libstdc++, exported (global). libstdc++ calls them
+# through its PLT, so RTLD_NOW binds them to the library that brought libstdc++ in.
+NONSHARED_COPIES = r"""
+#include <cstddef>
+#include <new>
+#include <string>
+void operator delete(void* p, std::size_t) noexcept { ::operator delete(p); }
+void operator delete[](void* p, std::size_t) noexcept { ::operator delete[](p); }
+extern "C" [[noreturn]] void __cxa_throw_bad_array_new_length() {
+    throw std::bad_array_new_length();
+}
+// The transaction clone of std::logic_error's destructor (nonshared's cow-stdexcept.cc).
+extern "C" void logic_error_clone(void*) __asm__("_ZGTtNSt11logic_errorD1Ev");
+void logic_error_clone(void*) {}
+static std::string built(40, 'x');
+extern "C" int run() { return (int)built.size(); }
+"""
+# The same library replacing the allocator itself: its operator delete stays exported,
+# paired with the operator new libstdc++ binds to.
+REPLACES_ALLOCATOR = NONSHARED_COPIES + r"""
+#include <cstdlib>
+void* operator new(std::size_t size) { return std::malloc(size ? size : 1); }
+void operator delete(void* p) noexcept { std::free(p); }
+"""
+ALLOCATION_COPIES = ("_ZdlPvm", "_ZdaPvm", "__cxa_throw_bad_array_new_length")
+RUNTIME_COPIES = (*ALLOCATION_COPIES, "_ZGTtNSt11logic_errorD1Ev")
+
+
+@pytest.mark.parametrize("host", ["c", "python"])
+def test_fix_hide_preset_frees_a_library_carrying_the_runtimes_newer_functions(
+        host: str, hosts: dict[str, list[str]], tmp_path: Path) -> None:
+    library = compile_linked("g++", "c++", tmp_path / "libnonshared.so", NONSHARED_COPIES,
+                             soname="libnonshared.so")
+    now = dataclasses.replace(LoadHost.named(host), bind_now=True)
+    real = probe(hosts[host], library, now=True, debug=DEBUG)
+    assert (real.loaded, real.unloaded) == (True, False)
+    assert lazily_bound_by(real.debug, "libstdc++.so.6", library) >= {
+        "_ZdlPvm", "_ZGTtNSt11logic_errorD1Ev"}
+    assert load_verdict(library, now).unloads is False
+    fixed = tmp_path / "fixed" / "libnonshared.so"
+    fixed.parent.mkdir()
+    elfpatch.fix(library, output=fixed, hide=["preset:cxx-instantiations"])
+    hidden = {s.name: s for s in readelf_symbols(fixed, use_dynamic=True)}
+    for name in RUNTIME_COPIES:
+        assert (hidden[name].binding, hidden[name].visibility) == ("LOCAL", "HIDDEN"), name
+    after = probe(hosts[host], fixed, now=True)
+    assert (after.loaded, after.unloaded) == (True, True), after.error
+    assert load_verdict(fixed, now).unloads is True
+    done = subprocess.run([sys.executable, "-c", CALL_RUN, str(fixed)], capture_output=True,
+                          text=True, check=True)
+    assert done.stdout.strip() == "40"
+
+
+def test_fix_hide_preset_leaves_a_replaced_allocator_exported(tmp_path: Path) -> None:
+    library = compile_linked("g++", "c++", tmp_path / "liballoc.so", REPLACES_ALLOCATOR,
+                             soname="liballoc.so")
+    plan = elfpatch.fix(library, dry_run=True, hide=["preset:cxx-instantiations"]).plan
+    assert plan is not None
+    changed = {c.name for lib in plan.libraries for c in lib.changes}
+    assert changed.isdisjoint(ALLOCATION_COPIES), changed
+    assert "_ZGTtNSt11logic_errorD1Ev" in changed
 
 
 def test_fix_hide_keeps_what_another_library_of_the_set_references(

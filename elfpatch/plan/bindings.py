@@ -160,10 +160,24 @@ class FixOptions:
 # is left alone.
 PRESET_CXX_INSTANTIATIONS = "cxx-instantiations"
 # Mangled names in std:: or __gnu_cxx:: (std::string and the other abbreviations
-# included), and their vtables, VTTs and typeinfo: the scope is in the mangling,
-# whereas a demangled template function starts with its return type.
-_CXX_RUNTIME_MANGLED = re.compile(r"_Z(?:T[VTIS]|TC)?N?K?(?:St|S[absiod]|9__gnu_cxx)")
-HIDE_PRESETS = {PRESET_CXX_INSTANTIATIONS: _CXX_RUNTIME_MANGLED}
+# included), their vtables, VTTs and typeinfo, and their transaction clones
+# (_ZGTt, libstdc++_nonshared.a's copies of the std:: exceptions' members): the
+# scope is in the mangling, whereas a demangled template function starts with
+# its return type.
+_CXX_RUNTIME_MANGLED = re.compile(r"_Z(?:GTt|T[VTIS]|TC)?N?K?(?:St|S[absiod]|9__gnu_cxx)")
+# The runtime's own functions newer than manylinux2014's libstdc++, which
+# libstdc++_nonshared.a copies into every library: the sized and the aligned
+# operator new and delete, and __cxa_throw_bad_array_new_length.  libstdc++
+# calls them through its PLT, so with RTLD_NOW (Python's import) it binds them
+# to the copy of the library that brought it in.
+_CXX_RUNTIME_ALLOCATION = re.compile(
+    r"_Zd[la]Pv[mj]|_Z(?:nw|na|dl|da)\w*St11align_val_t|__cxa_throw_bad_array_new_length$")
+# A library that exports the plain operator new replaces the allocator on purpose
+# (nonshared never copies it: every libstdc++ has it); its delete must stay paired.
+PLAIN_OPERATOR_NEW = frozenset({"_Znwm", "_Znwj", "_Znam", "_Znaj"})
+# Each preset: the names it hides, and the allocation functions it hides where the
+# library does not replace the allocator.
+HIDE_PRESETS = {PRESET_CXX_INSTANTIATIONS: (_CXX_RUNTIME_MANGLED, _CXX_RUNTIME_ALLOCATION)}
 PRESET_PREFIX = "preset:"
 HIDE_REASON = "--hide: no other library of the set references it"
 
@@ -175,13 +189,21 @@ class HideRule:
     text: str
     pattern: re.Pattern[str]
     preset: bool
+    allocation: re.Pattern[str] | None = None  # a preset's allocation functions
 
-    def matches(self, name: str, runtime_itself: bool) -> bool:
+    def matches(self, name: str, runtime_itself: bool, replaces_allocator: bool = False
+                ) -> bool:
         """Whether ``name`` is to be hidden; ``runtime_itself``: the library is a C++
-        runtime (libstdc++, libc++), whose std:: definitions are its API."""
-        if self.preset:
-            return not runtime_itself and bool(self.pattern.match(name))
-        return bool(self.pattern.search(demangle(name)))
+        runtime (libstdc++, libc++), whose std:: definitions are its API;
+        ``replaces_allocator``: it exports the plain operator new (PLAIN_OPERATOR_NEW)."""
+        if not self.preset:
+            return bool(self.pattern.search(demangle(name)))
+        if runtime_itself:
+            return False
+        if self.pattern.match(name):
+            return True
+        return (self.allocation is not None and not replaces_allocator
+                and bool(self.allocation.match(name)))
 
 
 def _hide_matcher(text: str) -> HideRule:
@@ -190,7 +212,8 @@ def _hide_matcher(text: str) -> HideRule:
         if name not in HIDE_PRESETS:
             raise UsageError("hide", f"{name!r} is not a preset",
                              hint=f"presets: {', '.join(sorted(HIDE_PRESETS))}")
-        return HideRule(text, HIDE_PRESETS[name], True)
+        names, allocation = HIDE_PRESETS[name]
+        return HideRule(text, names, True, allocation)
     try:
         return HideRule(text, re.compile(text), False)
     except re.error as error:

@@ -38,6 +38,7 @@ from elfpatch.patch.staging import (
 from elfpatch.patch.verify import verify_output
 from elfpatch.patch.write import write_patched
 from elfpatch.plan.bindings import (
+    PLAIN_OPERATOR_NEW,
     Candidate,
     FixOptions,
     FixPlan,
@@ -140,13 +141,14 @@ def hidden_exports(elf: ElfFile, rules: Sequence[HideRule]) -> tuple[Candidate, 
         return ()
     bindings = table.bindings
     runtime = (elf.soname or "").startswith(("libstdc++.", "libc++."))
+    names = {index: table.name(index) for index in table.exported_indices()}
+    replaces_allocator = not PLAIN_OPERATOR_NEW.isdisjoint(names.values())
     found = []
-    for index in table.exported_indices():
+    for index, name in names.items():
         binding = bindings[index]
         if binding == C.STB_GNU_UNIQUE:
             continue  # the UNIQUE rewrite decides these
-        name = table.name(index)
-        if any(rule.matches(name, runtime) for rule in rules):
+        if any(rule.matches(name, runtime, replaces_allocator) for rule in rules):
             found.append(Candidate(DYNSYM, index, name, True, hidden=True,
                                    binding=C.BINDING_NAMES[binding]))
     return tuple(found)
