@@ -58,8 +58,12 @@ def _with_registrations(analysis: ObjectAnalysis, source: ElfSource) -> ObjectRe
     uses = keyed_uses(report.path, 0, analysis.analysed)
     if not uses:
         return report
-    lookup = [report.path] if source.member is not None else lookup_order_of(report.path)
-    found = registration_risks(uses, roles(uses, lookup), lambda _a, _b: False)
+    if source.member is not None:
+        lookup, indexed = [report.path], {}
+    else:  # a file on disk, open still: its own functions are read through its index
+        lookup = lookup_order_of(report.path)
+        indexed = {report.path: analysis.index} if analysis.index is not None else {}
+    found = registration_risks(uses, roles(uses, lookup, indexed), lambda _a, _b: False)
     extra = tuple(found.get(report.path, ()))
     return dataclasses.replace(report, risks=report.risks + extra) if extra else report
 

@@ -12,6 +12,7 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
 from elfpatch.analysis.effects import EffectsAnalyzer
+from elfpatch.analysis.effects.addresses import AddressIndex
 from elfpatch.analysis.registries import (
     FunctionRole,
     KeyedUse,
@@ -26,12 +27,15 @@ from elfpatch.loader.closure import Closure, LoadedObject, dependency_closure
 from elfpatch.loader.host import HostProfile
 
 
-def roles(uses: Sequence[KeyedUse], lookup_order: Sequence[str]) -> Roles:
+def roles(uses: Sequence[KeyedUse], lookup_order: Sequence[str],
+          indexed: Mapping[str, AddressIndex] | None = None) -> Roles:
     """(calling object, function) -> its role, for the uses whose key is contested.
 
     A function of the calling object itself is read there; another object's
     is read in the first object of ``lookup_order`` (paths, in symbol lookup
     order) that exports it.  None where no object at hand defines it.
+    ``indexed``: path -> the address index of an object still open, built
+    already (libtorch_cpu.so's takes a tenth of a second to build again).
     """
     wanted = contested(uses)
     if not wanted:
@@ -52,7 +56,8 @@ def roles(uses: Sequence[KeyedUse], lookup_order: Sequence[str]) -> Roles:
             where.setdefault(definer[0], {}).setdefault(definer[1], []).append(key)
             keys.setdefault(definer[0], {}).setdefault(definer[1], set()).add(use.call.key)
     for path, functions in where.items():
-        for address, role in _read_roles(path, keys[path]).items():
+        index = indexed.get(path) if indexed is not None else None
+        for address, role in _read_roles(path, keys[path], index).items():
             for key in functions[address]:
                 found[key] = role
     return found
@@ -98,8 +103,11 @@ def _exported(table: SymbolTable, names: set[str]) -> dict[str, int]:
     return found
 
 
-def _read_roles(path: str, functions: Mapping[int, Collection[str]]) -> dict[int, FunctionRole]:
+def _read_roles(path: str, functions: Mapping[int, Collection[str]],
+                index: AddressIndex | None = None) -> dict[int, FunctionRole]:
     try:
+        if index is not None:  # a fresh analyzer: what it reads must not depend on history
+            return roles_in_object(EffectsAnalyzer(index.elf, index), path, functions)
         with ElfFile.open(path) as elf:
             return roles_in_object(EffectsAnalyzer(elf), path, functions)
     except ElfpatchError:

@@ -85,6 +85,25 @@ class Value(NamedTuple):
 
 State = dict[str, Value]
 
+# Values are built for nearly every instruction that names an address or a number;
+# from a whole tuple they cost a third of what the keyword call does.
+_MAKE_VALUE = Value._make
+
+
+def address_value(address: int | None) -> Value:
+    """``Value(address=address)``."""
+    return _MAKE_VALUE((address, None, False, None, True, None, None, None, None))
+
+
+def constant_value(number: int) -> Value:
+    """``Value(constant=number)``."""
+    return _MAKE_VALUE((None, None, False, None, True, None, None, number, None))
+
+
+def got_value(entry: GotEntry) -> Value:
+    """``Value(got=entry)``."""
+    return _MAKE_VALUE((None, entry, False, None, True, None, None, None, None))
+
 
 def intersect(a: State, b: State) -> State:
     return {reg: value for reg, value in a.items() if b.get(reg) == value}
@@ -129,6 +148,7 @@ class FunctionWalk:
     """One linear sweep over one function; subclasses decode one instruction set."""
 
     ARGUMENTS: tuple[str, ...] = ()
+    argument_set: frozenset[str] = frozenset()  # ARGUMENTS, for membership tests
     RESULT_POINTER: str | None = None  # where a by-value result's address is passed, if apart
     RESULT: str | None = None  # the register a function returns a pointer in
     CALLER_SAVED: frozenset[str] = frozenset()
@@ -156,7 +176,7 @@ class FunctionWalk:
         # (``paths.Paths``); any other walk keeps every path.
         self.paths = Paths(pruned) if constants else None
         for position, number_passed in constants:
-            self.state[self.ARGUMENTS[position]] = Value(constant=number_passed)
+            self.state[self.ARGUMENTS[position]] = constant_value(number_passed)
         self.flags: Flags | None = None
         self.instructions: list[tuple[int, int, str, str]] = []  # a sized function's
         self.position = 0  # the index of the instruction being read
@@ -187,7 +207,7 @@ class FunctionWalk:
         decoded: Iterable[tuple[int, int, str, str]] = self.decode()
         if sized:  # kept, for what the code after a place writes (``orphan_state``)
             decoded = self.instructions = list(decoded)
-        for self.position, (address, size, mnemonic, operands) in enumerate(decoded):
+        for position, (address, size, mnemonic, operands) in enumerate(decoded):
             if paths is not None:
                 if address in paths.pruned:  # only a path the constants rule out gets here
                     falls, reached = False, address + size
@@ -195,6 +215,7 @@ class FunctionWalk:
                 self.expire_flags(address)
                 paths.instruction(address)
             if not falls or address in pending:
+                self.position = position  # only entering code looks at what came before
                 self.enter(address, falls and not padding)
             # Alignment padding after a jump: dead, it must not weaken what the
             # code it falls into is entered with.
@@ -364,8 +385,8 @@ class FunctionWalk:
     def number(self, register: str | None, found: int | None) -> None:
         """``register`` holds the number ``found`` (None: not known).  Outside a walk
         that decides, only what a call is passed matters: argument registers."""
-        if register is not None and (self.paths is not None or register in self.ARGUMENTS):
-            self.set(register, Value(constant=found) if found is not None else None)
+        if register is not None and (self.paths is not None or register in self.argument_set):
+            self.set(register, constant_value(found) if found is not None else None)
         else:
             self.set(register, None)
 
@@ -454,9 +475,9 @@ class FunctionWalk:
         if entry is None:
             return False
         if entry.symbol is None:
-            self.set(register, Value(address=entry.address))
+            self.set(register, address_value(entry.address))
             return True
-        self.set(register, Value(got=entry))
+        self.set(register, got_value(entry))
         # Taking the address is not touching the object (and a weak reference
         # loaded to be tested against null is not even that).
         if not entry.is_function and not entry.weak_undefined:
@@ -552,7 +573,7 @@ class FunctionWalk:
     # -- calls ----------------------------------------------------------------
     def call(self, target: Value | None) -> None:
         state = self.state
-        arguments = [state.get(register) for register in self.ARGUMENTS] if state else []
+        arguments = list(map(state.get, self.ARGUMENTS)) if state else []
         result = state.get(self.RESULT_POINTER) if state and self.RESULT_POINTER else None
         resolved = self.resolve(target) if target is not None else None
         if state:
@@ -598,7 +619,7 @@ class FunctionWalk:
         ``constants``, it returns what the path they select returns (``get(1)``)."""
         address = self.analyzer.returned_address(function, constants)
         if address is not None and self.RESULT is not None:
-            self.set(self.RESULT, Value(address=address))
+            self.set(self.RESULT, address_value(address))
 
     def returns(self) -> None:
         """A return: what the result register holds, if it is a global's address."""
@@ -615,7 +636,7 @@ class FunctionWalk:
         calls to functions whose bodies it has compiled.
         """
         saved = self.CALLER_SAVED
-        if not any(register in saved for register in self.state):
+        if saved.isdisjoint(self.state):
             return
         written = self.analyzer.registers_written(callee) if callee is not None else None
         lost = saved if written is None else written | self.CALL_WRITES
@@ -683,7 +704,7 @@ class FunctionWalk:
         """``__tls_get_addr(&got_pair)``: the pair's relocation names the variable."""
         entry = self.index.got_entry(argument.address) if argument.address else None
         if entry is not None and entry.is_tls:
-            self.access(Value(got=entry), 0, read=True, write=False)
+            self.access(got_value(entry), 0, read=True, write=False)
 
     def record_call(self, resolved: Target) -> None:
         # Code without a symbol is named by its address.
@@ -702,7 +723,7 @@ class FunctionWalk:
 
     def through_got(self, entry: GotEntry) -> Target | None:
         if entry.is_tls:  # aarch64 TLS descriptor: a call that finds the variable
-            self.access(Value(got=entry), 0, read=True, write=False)
+            self.access(got_value(entry), 0, read=True, write=False)
             return None
         return got_target(self.index, entry)
 
@@ -737,7 +758,7 @@ class FunctionWalk:
         if self.sized and self.index.knows_functions and self.index.function_at(target) \
                 is None and self.index.plt_entry(target) is None:
             return False  # into this function's split-off part (.cold): error paths
-        return self.tail_call(Value(address=target))
+        return self.tail_call(address_value(target))
 
 
 def _is_padding(mnemonic: str, operands: str) -> bool:
@@ -783,5 +804,11 @@ def number(text: str) -> int | None:
 
 
 def immediate(text: str) -> int | None:
-    """A branch target or immediate operand written as a number."""
-    return number(text) if text[:1].isdigit() else None
+    """A branch target or immediate operand written as a number (``number``, inlined:
+    asked for every branch and move)."""
+    if not text[:1].isdigit():
+        return None
+    try:
+        return int(text, 0)
+    except ValueError:
+        return None

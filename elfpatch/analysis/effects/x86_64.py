@@ -37,7 +37,16 @@ import struct
 from collections.abc import Callable
 
 from elfpatch.analysis.effects.summary import Constants
-from elfpatch.analysis.effects.walk import Analyzer, FunctionWalk, Value, immediate, number
+from elfpatch.analysis.effects.walk import (
+    Analyzer,
+    FunctionWalk,
+    Value,
+    address_value,
+    constant_value,
+    got_value,
+    immediate,
+    number,
+)
 from elfpatch.elf.constants import EM_X86_64
 from elfpatch.errors import ElfpatchError
 
@@ -98,6 +107,7 @@ _X86_STRING_OPERAND = re.compile(r"\[[re][sd]i\]")
 
 class X86Walk(FunctionWalk):
     ARGUMENTS = ("rdi", "rsi", "rdx", "rcx", "r8", "r9")
+    argument_set = frozenset(ARGUMENTS)
     RESULT = "rax"
     CALLER_SAVED = frozenset({"rax", "rcx", "rdx", "rsi", "rdi", "r8", "r9", "r10", "r11"})
 
@@ -213,7 +223,7 @@ class X86Walk(FunctionWalk):
         amount = number(source)
         if amount is not None and value.address is not None and value.exact:
             sign = 1 if mnemonic == "add" else -1
-            self.state[family] = Value(address=value.address + sign * amount)
+            self.state[family] = address_value(value.address + sign * amount)
         else:
             self.set(family, self.derived(value))
         return True
@@ -334,7 +344,7 @@ class X86Walk(FunctionWalk):
         """Where ``call``/``jmp`` goes: an immediate, a register, or a GOT slot."""
         target = immediate(operands)
         if target is not None:
-            return Value(address=target)
+            return address_value(target)
         if "[" not in operands:
             return self.state.get(_X86_FAMILY.get(operands, ""))
         slot = self.effective(operands, following)
@@ -343,7 +353,7 @@ class X86Walk(FunctionWalk):
         entry = self.index.got_entry(slot.address)
         if entry is None:
             return None
-        return Value(got=entry) if entry.symbol is not None else Value(address=entry.address)
+        return got_value(entry) if entry.symbol is not None else address_value(entry.address)
 
     # -- addresses ----------------------------------------------------------------
     def on_lea(self, following: int, operands: str) -> bool:
@@ -368,7 +378,7 @@ class X86Walk(FunctionWalk):
             return base if offset == 0 else self.derived(base)
         if base.address is None:
             return None
-        return Value(address=base.address + offset)
+        return address_value(base.address + offset)
 
     def memory(self, operand: str, following: int) -> tuple[Value, int] | None:
         """(base value, displacement) of a memory operand whose base is known."""
@@ -377,7 +387,7 @@ class X86Walk(FunctionWalk):
         if inner.startswith("rip + 0x") and operand[open_at - 1 : open_at] != ":":
             displacement = number(inner[6:])  # the usual form
             if displacement is not None:
-                return Value(address=following + displacement), 0
+                return address_value(following + displacement), 0
         first = inner.partition(" ")[0]
         base: Value | None = None
         if first in _X86_FAMILY:
@@ -392,9 +402,9 @@ class X86Walk(FunctionWalk):
         if base is not None:
             return base, offset
         if first == "rip":
-            return Value(address=following + offset), 0
+            return address_value(following + offset), 0
         # An absolute address, perhaps indexed: only a fixed-address executable has them.
-        return (Value(address=offset), 0) if self.absolute else None
+        return (address_value(offset), 0) if self.absolute else None
 
     # -- moves ----------------------------------------------------------------------
     def on_mov(self, following: int, operands: str) -> bool:
@@ -458,7 +468,7 @@ class X86Walk(FunctionWalk):
         if family is not None:
             value = self.state.get(family)
             if value is not None and value.constant is not None and source not in _X86_QWORD:
-                return Value(constant=value.constant & 0xFFFF_FFFF)  # mov edi, eax
+                return constant_value(value.constant & 0xFFFF_FFFF)  # mov edi, eax
             return value
         # Only a fixed-address executable has addresses as immediates, and
         # only numbers inside its image are addresses (not counts or flags).
@@ -466,8 +476,8 @@ class X86Walk(FunctionWalk):
         if found is None:
             return None
         if not self.absolute or not self.analyzer.in_image(found):
-            return Value(constant=found)
-        return Value(address=found)
+            return constant_value(found)
+        return address_value(found)
 
     def stack_key(self, operand: str) -> str | None:
         """The stack slot a memory operand names, unless its base holds a known address
