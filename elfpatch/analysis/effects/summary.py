@@ -403,24 +403,21 @@ def object_keys(groups: Iterable[Iterable[str]], written: Iterable[str] = (),
     keys): one sorted list of the anchors, and the groups consulted only for the
     few addresses that fall just past one.
     """
-    changed = {int(key[1:], 16) for key in written if key[:1] in _MARKS}
-    pieces = [frozenset(int(key[1:], 16) for key in keys if key[:1] in _MARKS)
-              for keys in groups]
-    found = {key: None for keys in groups for key in keys if key[:1] in _MARKS}
-    found.update((key, None) for key in alone if key[:1] in _MARKS)
+    marked = [[key for key in keys if key[:1] in _MARKS] for keys in groups]
+    found = dict.fromkeys(key for keys in marked for key in keys)
+    found.update(dict.fromkeys(key for key in alone if key[:1] in _MARKS))
     addresses = {key: int(key[1:], 16) for key in found}
     anchors = sorted({address for key, address in addresses.items() if key[0] == ANCHOR})
-    by_address: dict[int, list[frozenset[int]]] = {}
-    for piece in pieces:
-        if len(piece) > 1:  # a group of one address is evidence of nothing
-            for address in piece:
-                by_address.setdefault(address, []).append(piece)
-    anchors = _object_starts(anchors, groups, addresses,
+    anchors = _object_starts(anchors, marked, addresses,
                              {int(key[1:], 16) for key in destroyed if key[:1] in _MARKS})
+    starts = _nearest_starts(anchors, addresses)
+    # Only an address just past a start needs the groups that hold it.
+    beyond = {address for address, start in zip(addresses.values(), starts, strict=True)
+              if start != address}
+    changed = {int(key[1:], 16) for key in written if key[:1] in _MARKS}
+    by_address = _groups_holding(beyond, marked, addresses)
     placed = {}
-    for key, address in addresses.items():
-        k = bisect_right(anchors, address) - 1
-        start = anchors[k] if k >= 0 and address - anchors[k] < MEMBER_REACH else address
+    for (key, address), start in zip(addresses.items(), starts, strict=True):
         if start != address and not any(start in piece for piece in by_address.get(address, ())) \
                 and (address in changed or address - start >= READ_MEMBER_REACH):
             start = address
@@ -428,7 +425,33 @@ def object_keys(groups: Iterable[Iterable[str]], written: Iterable[str] = (),
     return placed
 
 
-def _object_starts(anchors: list[int], groups: Iterable[Iterable[str]],
+def _nearest_starts(anchors: list[int], addresses: dict[str, int]) -> list[int]:
+    """For each key's address, the nearest object start at or below it within
+    ``MEMBER_REACH``, else the address itself."""
+    starts = []
+    for address in addresses.values():
+        k = bisect_right(anchors, address) - 1
+        starts.append(anchors[k] if k >= 0 and address - anchors[k] < MEMBER_REACH
+                      else address)
+    return starts
+
+
+def _groups_holding(wanted: set[int], marked: list[list[str]], addresses: dict[str, int],
+                    ) -> dict[int, list[frozenset[int]]]:
+    """Each of the ``wanted`` addresses -> the groups of more than one address that hold it
+    (a group of one address is evidence of nothing)."""
+    by_address: dict[int, list[frozenset[int]]] = {}
+    for keys in marked:
+        if len(keys) < 2 or wanted.isdisjoint(map(addresses.__getitem__, keys)):
+            continue
+        piece = frozenset(map(addresses.__getitem__, keys))
+        if len(piece) > 1:
+            for address in piece & wanted:
+                by_address.setdefault(address, []).append(piece)
+    return by_address
+
+
+def _object_starts(anchors: list[int], marked: list[list[str]],
                    addresses: dict[str, int], destroyed: set[int]) -> list[int]:
     """The anchors that start objects.  One within ``MEMBER_REACH`` past another is that
     object's member taken as a pointer (a map's header handed to the insertion)
@@ -436,15 +459,18 @@ def _object_starts(anchors: list[int], groups: Iterable[Iterable[str]],
     together with the object below; unless its own destructor is registered
     (``destroyed``: two strings side by side stay two).  Code that takes both as
     pointers (a -flto initializer building neighbouring globals) is no evidence.
-    ``addresses``: each key's address (``object_keys``)."""
-    members: dict[int, list[set[int]]] = {}
-    for every in groups:
-        keys = [key for key in every if key[:1] in _MARKS]
+    ``marked``: each group's keys of bare addresses; ``addresses``: each key's
+    address (``object_keys``)."""
+    anchored = set(anchors)
+    members: dict[int, list[set[int]]] = {}  # only anchors are ever looked up
+    for keys in marked:
         taken = {addresses[key] for key in keys if key[0] == ANCHOR}
-        touched = {addresses[key] for key in keys}
+        touched: set[int] | None = None
         for key in keys:
             address = addresses[key]
-            if key[0] == BARE and address not in taken:
+            if key[0] == BARE and address not in taken and address in anchored:
+                if touched is None:
+                    touched = {addresses[key] for key in keys}
                 members.setdefault(address, []).append(touched)
     starts: list[int] = []
     for address in anchors:
