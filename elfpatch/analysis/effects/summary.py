@@ -249,9 +249,11 @@ class Collector:
         self.events(self.summaries[address].events)
 
     def events(self, events: Iterable[Event]) -> None:
+        reads, first = self.reads, self.first
         for kind, subject, callee, position in events:
-            if kind == READ:
-                self.read(subject)
+            if kind == READ:  # ``read``, inlined: the commonest event by far
+                reads.setdefault(subject, None)
+                first.setdefault(subject, False)
             elif kind == WRITE:
                 self.write(subject)
             elif kind == CALL:
@@ -407,15 +409,18 @@ def object_keys(groups: Iterable[Iterable[str]], written: Iterable[str] = (),
     found = dict.fromkeys(key for keys in marked for key in keys)
     found.update(dict.fromkeys(key for key in alone if key[:1] in _MARKS))
     addresses = {key: int(key[1:], 16) for key in found}
+    # Each group's addresses, worked out once for both uses below.
+    pieces = [frozenset(map(addresses.__getitem__, keys)) for keys in marked]
     anchors = sorted({address for key, address in addresses.items() if key[0] == ANCHOR})
-    anchors = _object_starts(anchors, marked, addresses,
+    anchors = _object_starts(anchors, marked, pieces, addresses,
                              {int(key[1:], 16) for key in destroyed if key[:1] in _MARKS})
     starts = _nearest_starts(anchors, addresses)
     # Only an address just past a start needs the groups that hold it.
     beyond = {address for address, start in zip(addresses.values(), starts, strict=True)
               if start != address}
-    changed = {int(key[1:], 16) for key in written if key[:1] in _MARKS}
-    by_address = _groups_holding(beyond, marked, addresses)
+    by_address = _groups_holding(beyond, pieces)
+    changed = {addresses[key] if key in addresses else int(key[1:], 16)
+               for key in written if key[:1] in _MARKS}
     placed = {}
     for (key, address), start in zip(addresses.items(), starts, strict=True):
         if start != address and not any(start in piece for piece in by_address.get(address, ())) \
@@ -436,22 +441,19 @@ def _nearest_starts(anchors: list[int], addresses: dict[str, int]) -> list[int]:
     return starts
 
 
-def _groups_holding(wanted: set[int], marked: list[list[str]], addresses: dict[str, int],
+def _groups_holding(wanted: set[int], pieces: list[frozenset[int]],
                     ) -> dict[int, list[frozenset[int]]]:
     """Each of the ``wanted`` addresses -> the groups of more than one address that hold it
     (a group of one address is evidence of nothing)."""
     by_address: dict[int, list[frozenset[int]]] = {}
-    for keys in marked:
-        if len(keys) < 2 or wanted.isdisjoint(map(addresses.__getitem__, keys)):
-            continue
-        piece = frozenset(map(addresses.__getitem__, keys))
+    for piece in pieces:
         if len(piece) > 1:
             for address in piece & wanted:
                 by_address.setdefault(address, []).append(piece)
     return by_address
 
 
-def _object_starts(anchors: list[int], marked: list[list[str]],
+def _object_starts(anchors: list[int], marked: list[list[str]], pieces: list[frozenset[int]],
                    addresses: dict[str, int], destroyed: set[int]) -> list[int]:
     """The anchors that start objects.  One within ``MEMBER_REACH`` past another is that
     object's member taken as a pointer (a map's header handed to the insertion)
@@ -459,18 +461,17 @@ def _object_starts(anchors: list[int], marked: list[list[str]],
     together with the object below; unless its own destructor is registered
     (``destroyed``: two strings side by side stay two).  Code that takes both as
     pointers (a -flto initializer building neighbouring globals) is no evidence.
-    ``marked``: each group's keys of bare addresses; ``addresses``: each key's
-    address (``object_keys``)."""
+    ``marked``: each group's keys of bare addresses, ``pieces`` their addresses;
+    ``addresses``: each key's address (``object_keys``)."""
     anchored = set(anchors)
-    members: dict[int, list[set[int]]] = {}  # only anchors are ever looked up
-    for keys in marked:
+    members: dict[int, list[frozenset[int]]] = {}  # only anchors are ever looked up
+    for keys, touched in zip(marked, pieces, strict=True):
+        if anchored.isdisjoint(touched):
+            continue
         taken = {addresses[key] for key in keys if key[0] == ANCHOR}
-        touched: set[int] | None = None
         for key in keys:
             address = addresses[key]
             if key[0] == BARE and address not in taken and address in anchored:
-                if touched is None:
-                    touched = {addresses[key] for key in keys}
                 members.setdefault(address, []).append(touched)
     starts: list[int] = []
     for address in anchors:
@@ -504,7 +505,8 @@ def rekeyed(effects: Effects, keys: dict[str, str]) -> Effects:
         return effects
 
     def each(items: Iterable[str]) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(keys.get(k, k) for k in items))
+        items = tuple(items)
+        return tuple(dict.fromkeys(map(keys.get, items, items)))  # keys.get(k, k), in C
 
     first: dict[str, bool] = {}
     for key, written in effects.first_access:
