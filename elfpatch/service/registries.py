@@ -9,6 +9,7 @@ that defines it, in symbol lookup order, opens it and reads the function.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
+from itertools import compress
 from pathlib import Path
 
 from elfpatch.analysis.effects import EffectsAnalyzer
@@ -96,9 +97,11 @@ def _exported(table: SymbolTable, names: set[str]) -> dict[str, int]:
         return {}
     found: dict[str, int] = {}
     exported = set(table.exported_indices())
-    for index, offset in enumerate(table.name_offsets):
-        wanted_name = offsets.get(offset)
-        if wanted_name is not None and index in exported and wanted_name not in found:
+    name_offsets = table.name_offsets
+    # The entries named so picked in C; only they are looked at here.
+    for index in compress(range(len(name_offsets)), map(offsets.__contains__, name_offsets)):
+        wanted_name = offsets[name_offsets[index]]
+        if index in exported and wanted_name not in found:
             found[wanted_name] = table.values[index]
     return found
 

@@ -323,21 +323,22 @@ class FunctionWalk:
                              in enumerate(self.instructions) if mnemonic[0] in initials
                              and (target := branch_target(mnemonic, operands)) is not None
                              and target <= at]
-        rest = self.instructions[position:]
         backs = [(n - position, target) for n, target in self.backward
                  if n >= position and target >= address]
         if not backs:
             return None
+        instructions = self.instructions  # from ``position`` on: the loop and what follows
         last, grown = -1, True
         while grown:  # the loop's end, and every branch back into what it holds
-            limit = rest[last][0] if last >= 0 else self.pending_above(address)
+            limit = instructions[position + last][0] if last >= 0 \
+                else self.pending_above(address)
             grown = False
             for n, target in backs:
                 if n > last and target < limit:
                     last, grown = n, True
         written: set[str] = set()
         stretch: set[str] = set()
-        for _address, _size, mnemonic, operands in rest[: last + 1]:
+        for _address, _size, mnemonic, operands in instructions[position : position + last + 1]:
             transfer = self.control_transfer(mnemonic, operands)
             if transfer is not None and transfer[0]:
                 stretch |= self.CALLER_SAVED | self.CALL_WRITES
@@ -770,15 +771,21 @@ def _is_padding(mnemonic: str, operands: str) -> bool:
     return mnemonic == "nop" or (mnemonic == "xchg" and operands == "ax, ax")
 
 
+_LONGEST_INSTRUCTION = 15  # bytes: x86-64's limit (aarch64's are 4)
+
+
 def decode_in_chunks(engine: Cs, code: bytes, start: int,
                      chunk: int = 32) -> Iterator[tuple[int, int, str, str]]:
     """Instructions decoded a few at a time, for a reader that may stop early.
 
-    capstone decodes all it is given before yielding the first instruction.
+    capstone decodes all it is given before yielding the first instruction, and is
+    given no more than ``chunk`` instructions can span (not the rest of the code,
+    copied again for each chunk).
     """
     offset = 0
     while offset < len(code):
-        decoded = list(engine.disasm_lite(code[offset:], start + offset, chunk))
+        piece = code[offset : offset + chunk * _LONGEST_INSTRUCTION]
+        decoded = list(engine.disasm_lite(piece, start + offset, chunk))
         if not decoded:
             return
         yield from decoded
