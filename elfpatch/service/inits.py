@@ -33,7 +33,7 @@ from elfpatch.elf.source import ElfSource
 from elfpatch.errors import ElfpatchError
 from elfpatch.loader.closure import dependency_closure
 from elfpatch.loader.host import HostProfile
-from elfpatch.service.parallel import run_alongside
+from elfpatch.service.parallel import cycles_uncollected, run_alongside
 from elfpatch.service.registries import dependencies, lookup_order_of, roles
 from elfpatch.service.runner import Progress, run_per_file
 
@@ -41,9 +41,10 @@ from elfpatch.service.runner import Progress, run_per_file
 def analyse_paths(paths: Iterable[str], follow_code: bool = True,
                   progress: Progress | None = None) -> InitsResult:
     def analyse(source: ElfSource, elf: ElfFile) -> ObjectReport:
-        analysis = analyse_object_fully(elf, source.path, source.member,
-                                        follow_code=follow_code, alongside=run_alongside)
-        return _with_registrations(analysis, source)
+        with cycles_uncollected():
+            analysis = analyse_object_fully(elf, source.path, source.member,
+                                            follow_code=follow_code, alongside=run_alongside)
+            return _with_registrations(analysis, source)
 
     outcome = run_per_file(paths, analyse, progress)
     return InitsResult(tuple(outcome.results), None, (), tuple(outcome.errors))
@@ -82,7 +83,7 @@ def analyse_closure(root: str, sort_algorithm: int, follow_code: bool = True,
         if progress is not None:
             progress(f"{position + 1}/{len(closure.objects)} {loaded.path}")
         try:
-            with ElfFile.open(loaded.path) as elf:
+            with ElfFile.open(loaded.path) as elf, cycles_uncollected():
                 analysis = analyse_object_fully(elf, str(loaded.path), follow_code=follow_code,
                                                 in_closure=True, alongside=run_alongside)
                 states.append(ObjectInitialisation(str(loaded.path), position,
