@@ -23,6 +23,7 @@ import dataclasses
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any, NamedTuple
 
 # Event kinds: (kind, subject, callee, position).  The subject is a global's
@@ -416,17 +417,18 @@ def object_keys(groups: Iterable[Iterable[str]], written: Iterable[str] = (),
                              {int(key[1:], 16) for key in destroyed if key[:1] in _MARKS})
     starts = _nearest_starts(anchors, addresses)
     # Only an address just past a start needs the groups that hold it.
-    beyond = {address for address, start in zip(addresses.values(), starts, strict=True)
-              if start != address}
-    by_address = _groups_holding(beyond, pieces)
+    near = [(key, address, start) for (key, address), start
+            in zip(addresses.items(), starts, strict=True) if start != address]
+    by_address = _groups_holding({address for _key, address, _start in near}, pieces)
     changed = {addresses[key] if key in addresses else int(key[1:], 16)
                for key in written if key[:1] in _MARKS}
-    placed = {}
-    for (key, address), start in zip(addresses.items(), starts, strict=True):
-        if start != address and not any(start in piece for piece in by_address.get(address, ())) \
-                and (address in changed or address - start >= READ_MEMBER_REACH):
-            start = address
-        placed[key] = key[1:] if start == address else f"{start:#x}"
+    # Each address an object of its own (made in C), then those just past a start that
+    # belong to its object moved into it.
+    placed = dict(zip(addresses, map(_UNMARKED, addresses), strict=True))
+    for key, address, start in near:
+        if any(start in piece for piece in by_address.get(address, ())) \
+                or not (address in changed or address - start >= READ_MEMBER_REACH):
+            placed[key] = f"{start:#x}"
     return placed
 
 
@@ -486,6 +488,7 @@ def _object_starts(anchors: list[int], marked: list[list[str]], pieces: list[fro
 # an address accessed, and one the code takes as a pointer.
 BARE, ANCHOR = "@", "^"
 _MARKS = (BARE, ANCHOR)
+_UNMARKED = itemgetter(slice(1, None))  # "@0x10" -> "0x10"
 
 
 def effects_keys(effects: Effects) -> Iterator[str]:
