@@ -42,7 +42,7 @@ def roles(uses: Sequence[KeyedUse], lookup_order: Sequence[str],
     if not wanted:
         return {}
     names = {u.call.function for u in wanted if u.call.address is None}
-    definitions = _definitions(names, lookup_order)
+    definitions = _definitions(names, lookup_order, indexed or {})
     where: dict[str, dict[int, list[tuple[str, str]]]] = {}
     keys: dict[str, dict[int, set[str]]] = {}
     found: dict[tuple[str, str], FunctionRole | None] = {}
@@ -64,22 +64,31 @@ def roles(uses: Sequence[KeyedUse], lookup_order: Sequence[str],
     return found
 
 
-def _definitions(names: set[str], lookup_order: Sequence[str]) -> dict[str, tuple[str, int]]:
-    """function name -> (path, address) of its first exported definition in lookup order."""
+def _definitions(names: set[str], lookup_order: Sequence[str],
+                 indexed: Mapping[str, AddressIndex]) -> dict[str, tuple[str, int]]:
+    """function name -> (path, address) of its first exported definition in lookup order
+    (an object ``indexed`` is open still, its .dynsym read already)."""
     definitions: dict[str, tuple[str, int]] = {}
     for path in lookup_order:
         left = names - definitions.keys()
         if not left:
             break
         try:
-            with ElfFile.open(path) as elf:
-                table = read_dynsym(elf)
-                if table is not None:
-                    for name, value in _exported(table, left).items():
-                        definitions[name] = (path, value)
+            if path in indexed:
+                found = _exported_by(indexed[path].elf, left)
+            else:
+                with ElfFile.open(path) as elf:
+                    found = _exported_by(elf, left)
         except ElfpatchError:
             continue
+        for name, value in found.items():
+            definitions[name] = (path, value)
     return definitions
+
+
+def _exported_by(elf: ElfFile, names: set[str]) -> dict[str, int]:
+    table = read_dynsym(elf)
+    return _exported(table, names) if table is not None else {}
 
 
 def _exported(table: SymbolTable, names: set[str]) -> dict[str, int]:
