@@ -11,6 +11,7 @@ from itertools import compress, zip_longest
 from typing import TypeVar
 
 from elfpatch.analysis.effects import Effects, EffectsAnalyzer, Part
+from elfpatch.analysis.effects.addresses import AddressIndex
 from elfpatch.analysis.effects.summary import (
     StopReason,
     effects_keys,
@@ -110,6 +111,9 @@ class ObjectAnalysis:
     report: ObjectReport
     analysed: list[AnalysedInitializer]
     exit_code: dict[int, Effects]  # registered destructors' and atexit functions' effects
+    # The object's address index, built already: what reads its code again (the
+    # registry functions it defines) need not build it a second time.
+    index: AddressIndex | None = None
 
 
 def analyse_object(elf: ElfFile, path: str, member: str | None = None,
@@ -163,7 +167,7 @@ def analyse_object_fully(elf: ElfFile, path: str, member: str | None = None,
                           initializers, listing.finalizers, tuple(risks),
                           all(item.effects.complete for item in analysed),
                           _coverage(analysed, exit_code))
-    return ObjectAnalysis(report, analysed, exit_code)
+    return ObjectAnalysis(report, analysed, exit_code, analyzer.index)
 
 
 # What only the C runtime's own entries call (crtstuff's frame_dummy and
@@ -384,25 +388,38 @@ def _hook_code(elf: ElfFile, analyzer: EffectsAnalyzer,
 
 
 # gcc's names for the bodies std::thread runs (one per callable type).
-_THREAD_BODY = re.compile(rb"_ZNSt6thread11_State_impl[^\x00]*?E6_M_runEv\x00")
-_THREAD_START = re.compile(rb"_ZNSt6thread15_M_start_thread")
+_THREAD_BODY_PREFIX = b"_ZNSt6thread11_State_impl"
+_THREAD_BODY = re.compile(re.escape(_THREAD_BODY_PREFIX) + rb"[^\x00]*?E6_M_runEv\x00")
+_THREAD_START = b"_ZNSt6thread15_M_start_thread"
 
 
 def _thread_bodies(elf: ElfFile) -> list[int]:
     """Addresses of the std::thread bodies this object defines (when it starts threads:
     the C++ runtime's thread start is then among its imports, a quick look)."""
     dynamic = read_dynsym(elf)
-    if dynamic is None or not _THREAD_START.search(elf.view[
-            dynamic.strtab_offset : dynamic.strtab_offset + dynamic.strtab_size]):
+    if dynamic is None or elf.find(_THREAD_START, dynamic.strtab_offset,
+                                   dynamic.strtab_offset + dynamic.strtab_size) < 0:
         return []
     table = read_symtab(elf) or dynamic
-    strings = elf.view[table.strtab_offset : table.strtab_offset + table.strtab_size]
-    names = {m.start() for m in _THREAD_BODY.finditer(strings)}
+    names = set(_thread_body_names(elf, table.strtab_offset, table.strtab_size))
     if not names:
         return []
     picked = compress(range(table.count), map(names.__contains__, table.name_offsets))
     return [table.values[i] for i in picked
             if table.defined(i) and table.symbol_type(i) == C.STT_FUNC]
+
+
+def _thread_body_names(elf: ElfFile, strtab_offset: int, strtab_size: int) -> Iterator[int]:
+    """The offsets in the string table of the names ``_THREAD_BODY`` matches, as its
+    ``finditer`` gives them; the names' common start is searched for first (a big
+    library's table is 76 MB, and a regular expression reads it byte by byte)."""
+    end = strtab_offset + strtab_size
+    at = elf.find(_THREAD_BODY_PREFIX, strtab_offset, end)
+    while at >= 0:
+        found = _THREAD_BODY.match(elf.view, at, end)
+        if found is not None:
+            yield at - strtab_offset
+        at = elf.find(_THREAD_BODY_PREFIX, found.end() if found is not None else at + 1, end)
 
 
 def _coverage(analysed: list[AnalysedInitializer], exit_code: dict[int, Effects]) -> Coverage:

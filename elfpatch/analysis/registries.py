@@ -225,7 +225,9 @@ def could_be_key(key: str) -> bool:
     message (it has no white space), punctuation, nor a source file's absolute path
     (``__FILE__``, passed by every check that can fail)."""
     kind, _, text = key.partition(":")
-    return kind != "string" or not (text.startswith("/") or any(c.isspace() for c in text)
+    # split() cuts at exactly the characters isspace() tells: text without any is whole.
+    spaced = bool(text) and text.split() != [text]
+    return kind != "string" or not (text.startswith("/") or spaced
                                     or not any(c.isalnum() for c in text))
 
 

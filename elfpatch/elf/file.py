@@ -192,6 +192,11 @@ class ElfFile:
             return None
         return struct.unpack_from(full, self.view, offset)
 
+    def find(self, needle: bytes, start: int, end: int) -> int:
+        """Where ``needle`` first lies within ``[start, end)`` of the image, or -1: the
+        search of bytes and mmap themselves, many times a regular expression's."""
+        return self._data.find(needle, start, end)
+
     def bytes_at(self, offset: int, size: int, what: str) -> memoryview:
         self.check_range(offset, size, what)
         return self.view[offset : offset + size]

@@ -29,7 +29,7 @@ from elfpatch.errors import PARSE_FAILURES, ElfpatchError, InputError, malformed
 from elfpatch.loader.dlopen import LoadHost
 from elfpatch.service.inputs import split_sources
 from elfpatch.service.load import with_load_verdicts
-from elfpatch.service.parallel import run_alongside, worker_pool
+from elfpatch.service.parallel import cycles_uncollected, run_alongside, worker_pool
 
 # Told what is being analysed, for a progress line.
 Progress = Callable[[str], None]
@@ -110,7 +110,7 @@ def _guarded(source: ElfSource, need_effects: bool,
 def gather_facts(source: ElfSource, need_effects: bool,
                  need_sources: bool = False) -> LibraryFacts:
     """Analyse one library (run in a worker process with -j)."""
-    with open_source(source) as elf:
+    with open_source(source) as elf, cycles_uncollected():
         return facts_of(elf, source, need_effects, run_alongside, need_sources)
 
 

@@ -33,7 +33,7 @@ from elfpatch.elf.source import ElfSource
 from elfpatch.errors import ElfpatchError
 from elfpatch.loader.closure import dependency_closure
 from elfpatch.loader.host import HostProfile
-from elfpatch.service.parallel import run_alongside
+from elfpatch.service.parallel import cycles_uncollected, run_alongside
 from elfpatch.service.registries import dependencies, lookup_order_of, roles
 from elfpatch.service.runner import Progress, run_per_file
 
@@ -41,9 +41,10 @@ from elfpatch.service.runner import Progress, run_per_file
 def analyse_paths(paths: Iterable[str], follow_code: bool = True,
                   progress: Progress | None = None) -> InitsResult:
     def analyse(source: ElfSource, elf: ElfFile) -> ObjectReport:
-        analysis = analyse_object_fully(elf, source.path, source.member,
-                                        follow_code=follow_code, alongside=run_alongside)
-        return _with_registrations(analysis, source)
+        with cycles_uncollected():
+            analysis = analyse_object_fully(elf, source.path, source.member,
+                                            follow_code=follow_code, alongside=run_alongside)
+            return _with_registrations(analysis, source)
 
     outcome = run_per_file(paths, analyse, progress)
     return InitsResult(tuple(outcome.results), None, (), tuple(outcome.errors))
@@ -58,8 +59,12 @@ def _with_registrations(analysis: ObjectAnalysis, source: ElfSource) -> ObjectRe
     uses = keyed_uses(report.path, 0, analysis.analysed)
     if not uses:
         return report
-    lookup = [report.path] if source.member is not None else lookup_order_of(report.path)
-    found = registration_risks(uses, roles(uses, lookup), lambda _a, _b: False)
+    if source.member is not None:
+        lookup, indexed = [report.path], {}
+    else:  # a file on disk, open still: its own functions are read through its index
+        lookup = lookup_order_of(report.path)
+        indexed = {report.path: analysis.index} if analysis.index is not None else {}
+    found = registration_risks(uses, roles(uses, lookup, indexed), lambda _a, _b: False)
     extra = tuple(found.get(report.path, ()))
     return dataclasses.replace(report, risks=report.risks + extra) if extra else report
 
@@ -78,7 +83,7 @@ def analyse_closure(root: str, sort_algorithm: int, follow_code: bool = True,
         if progress is not None:
             progress(f"{position + 1}/{len(closure.objects)} {loaded.path}")
         try:
-            with ElfFile.open(loaded.path) as elf:
+            with ElfFile.open(loaded.path) as elf, cycles_uncollected():
                 analysis = analyse_object_fully(elf, str(loaded.path), follow_code=follow_code,
                                                 in_closure=True, alongside=run_alongside)
                 states.append(ObjectInitialisation(str(loaded.path), position,

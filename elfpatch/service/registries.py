@@ -9,9 +9,11 @@ that defines it, in symbol lookup order, opens it and reads the function.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
+from itertools import compress
 from pathlib import Path
 
 from elfpatch.analysis.effects import EffectsAnalyzer
+from elfpatch.analysis.effects.addresses import AddressIndex
 from elfpatch.analysis.registries import (
     FunctionRole,
     KeyedUse,
@@ -26,18 +28,21 @@ from elfpatch.loader.closure import Closure, LoadedObject, dependency_closure
 from elfpatch.loader.host import HostProfile
 
 
-def roles(uses: Sequence[KeyedUse], lookup_order: Sequence[str]) -> Roles:
+def roles(uses: Sequence[KeyedUse], lookup_order: Sequence[str],
+          indexed: Mapping[str, AddressIndex] | None = None) -> Roles:
     """(calling object, function) -> its role, for the uses whose key is contested.
 
     A function of the calling object itself is read there; another object's
     is read in the first object of ``lookup_order`` (paths, in symbol lookup
     order) that exports it.  None where no object at hand defines it.
+    ``indexed``: path -> the address index of an object still open, built
+    already (libtorch_cpu.so's takes a tenth of a second to build again).
     """
     wanted = contested(uses)
     if not wanted:
         return {}
     names = {u.call.function for u in wanted if u.call.address is None}
-    definitions = _definitions(names, lookup_order)
+    definitions = _definitions(names, lookup_order, indexed or {})
     where: dict[str, dict[int, list[tuple[str, str]]]] = {}
     keys: dict[str, dict[int, set[str]]] = {}
     found: dict[tuple[str, str], FunctionRole | None] = {}
@@ -52,28 +57,38 @@ def roles(uses: Sequence[KeyedUse], lookup_order: Sequence[str]) -> Roles:
             where.setdefault(definer[0], {}).setdefault(definer[1], []).append(key)
             keys.setdefault(definer[0], {}).setdefault(definer[1], set()).add(use.call.key)
     for path, functions in where.items():
-        for address, role in _read_roles(path, keys[path]).items():
+        index = indexed.get(path) if indexed is not None else None
+        for address, role in _read_roles(path, keys[path], index).items():
             for key in functions[address]:
                 found[key] = role
     return found
 
 
-def _definitions(names: set[str], lookup_order: Sequence[str]) -> dict[str, tuple[str, int]]:
-    """function name -> (path, address) of its first exported definition in lookup order."""
+def _definitions(names: set[str], lookup_order: Sequence[str],
+                 indexed: Mapping[str, AddressIndex]) -> dict[str, tuple[str, int]]:
+    """function name -> (path, address) of its first exported definition in lookup order
+    (an object ``indexed`` is open still, its .dynsym read already)."""
     definitions: dict[str, tuple[str, int]] = {}
     for path in lookup_order:
         left = names - definitions.keys()
         if not left:
             break
         try:
-            with ElfFile.open(path) as elf:
-                table = read_dynsym(elf)
-                if table is not None:
-                    for name, value in _exported(table, left).items():
-                        definitions[name] = (path, value)
+            if path in indexed:
+                found = _exported_by(indexed[path].elf, left)
+            else:
+                with ElfFile.open(path) as elf:
+                    found = _exported_by(elf, left)
         except ElfpatchError:
             continue
+        for name, value in found.items():
+            definitions[name] = (path, value)
     return definitions
+
+
+def _exported_by(elf: ElfFile, names: set[str]) -> dict[str, int]:
+    table = read_dynsym(elf)
+    return _exported(table, names) if table is not None else {}
 
 
 def _exported(table: SymbolTable, names: set[str]) -> dict[str, int]:
@@ -91,15 +106,20 @@ def _exported(table: SymbolTable, names: set[str]) -> dict[str, int]:
         return {}
     found: dict[str, int] = {}
     exported = set(table.exported_indices())
-    for index, offset in enumerate(table.name_offsets):
-        wanted_name = offsets.get(offset)
-        if wanted_name is not None and index in exported and wanted_name not in found:
+    name_offsets = table.name_offsets
+    # The entries named so picked in C; only they are looked at here.
+    for index in compress(range(len(name_offsets)), map(offsets.__contains__, name_offsets)):
+        wanted_name = offsets[name_offsets[index]]
+        if index in exported and wanted_name not in found:
             found[wanted_name] = table.values[index]
     return found
 
 
-def _read_roles(path: str, functions: Mapping[int, Collection[str]]) -> dict[int, FunctionRole]:
+def _read_roles(path: str, functions: Mapping[int, Collection[str]],
+                index: AddressIndex | None = None) -> dict[int, FunctionRole]:
     try:
+        if index is not None:  # a fresh analyzer: what it reads must not depend on history
+            return roles_in_object(EffectsAnalyzer(index.elf, index), path, functions)
         with ElfFile.open(path) as elf:
             return roles_in_object(EffectsAnalyzer(elf), path, functions)
     except ElfpatchError:

@@ -69,6 +69,7 @@ _A64_PLAIN_TRANSFERS = frozenset({"str", "stur", "stp", "ldr", "ldur", "ldp"})
 
 class Arm64Walk(FunctionWalk):
     ARGUMENTS = ("x0", "x1", "x2", "x3", "x4", "x5", "x6", "x7")
+    argument_set = frozenset(ARGUMENTS)
     RESULT_POINTER = "x8"  # a by-value result is built where x8 points
     RESULT = "x0"
     CALLER_SAVED = frozenset([f"x{n}" for n in range(19)] + ["x30"])

@@ -160,6 +160,7 @@ class _FunctionSymbols:
 
 # The longest string literal taken for a registry key.
 _KEY_LENGTH = 256
+_PRINTABLE = bytes(range(32, 127))  # the bytes a registry key's text may hold
 
 
 class AddressIndex:
@@ -303,7 +304,9 @@ class AddressIndex:
                     return None
                 end = data.find(b"\0")
                 text = data[:end] if end > 0 else b""
-                return text.decode() if text and all(32 <= b < 127 for b in text) else None
+                # Deleting every printable byte leaves nothing of printable text.
+                return text.decode() if text and not text.translate(None, _PRINTABLE) \
+                    else None
         return None
 
     @cached_property
@@ -378,7 +381,12 @@ class AddressIndex:
 
     def _in_got(self, address: int) -> bool:
         ranges = self._got_ranges
-        return ranges is not None and any(lo <= address < hi for lo, hi in ranges)
+        if ranges is None:
+            return False
+        for low, high in ranges:  # noqa: SIM110 (two ranges; a loop, not any(): asked often)
+            if low <= address < high:
+                return True
+        return False
 
     @cached_property
     def _got_symbols(self) -> dict[int, int]:

@@ -104,9 +104,10 @@ def initializer_effects(elf: ElfFile, address: int, *, max_depth: int = 4,
 class EffectsAnalyzer:
     """Effects of any number of initializers of one object; indexes are built once."""
 
-    def __init__(self, elf: ElfFile) -> None:
+    def __init__(self, elf: ElfFile, index: AddressIndex | None = None) -> None:
+        """``index``: the object's address index, when an earlier analysis built it."""
         self.elf = elf
-        self.index = AddressIndex(elf)
+        self.index = index if index is not None else AddressIndex(elf)
         machine = elf.header.machine
         supported = elf.header.elf_class == 64 and elf.header.little_endian
         self._walk = _walks().get(machine) if supported else None

@@ -23,6 +23,7 @@ import dataclasses
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any, NamedTuple
 
 from elfpatch.base.text_enum import TextEnum
@@ -317,9 +318,11 @@ class Collector:
         self.events(self.summaries[address].events)
 
     def events(self, events: Iterable[Event]) -> None:
+        reads, first = self.reads, self.first
         for kind, subject, callee, position in events:
-            if kind == READ:
-                self.read(subject)
+            if kind == READ:  # ``read``, inlined: the commonest event by far
+                reads.setdefault(subject, None)
+                first.setdefault(subject, False)
             elif kind == WRITE:
                 self.write(subject, position == ZERO_STORE)
             elif kind == CALL:
@@ -488,32 +491,56 @@ def object_keys(groups: Iterable[Iterable[str]], written: Iterable[str] = (),
     keys): one sorted list of the anchors, and the groups consulted only for the
     few addresses that fall just past one.
     """
-    changed = {int(key[1:], 16) for key in written if key[:1] in _MARKS}
-    pieces = [frozenset(int(key[1:], 16) for key in keys if key[:1] in _MARKS)
-              for keys in groups]
-    found = {key: None for keys in groups for key in keys if key[:1] in _MARKS}
-    found.update((key, None) for key in alone if key[:1] in _MARKS)
+    marked = [[key for key in keys if key[:1] in _MARKS] for keys in groups]
+    found = dict.fromkeys(key for keys in marked for key in keys)
+    found.update(dict.fromkeys(key for key in alone if key[:1] in _MARKS))
     addresses = {key: int(key[1:], 16) for key in found}
+    # Each group's addresses, worked out once for both uses below.
+    pieces = [frozenset(map(addresses.__getitem__, keys)) for keys in marked]
     anchors = sorted({address for key, address in addresses.items() if key[0] == ANCHOR})
-    by_address: dict[int, list[frozenset[int]]] = {}
-    for piece in pieces:
-        if len(piece) > 1:  # a group of one address is evidence of nothing
-            for address in piece:
-                by_address.setdefault(address, []).append(piece)
-    anchors = _object_starts(anchors, groups, addresses,
+    anchors = _object_starts(anchors, marked, pieces, addresses,
                              {int(key[1:], 16) for key in destroyed if key[:1] in _MARKS})
-    placed = {}
-    for key, address in addresses.items():
-        k = bisect_right(anchors, address) - 1
-        start = anchors[k] if k >= 0 and address - anchors[k] < MEMBER_REACH else address
-        if start != address and not any(start in piece for piece in by_address.get(address, ())) \
-                and (address in changed or address - start >= READ_MEMBER_REACH):
-            start = address
-        placed[key] = key[1:] if start == address else f"{start:#x}"
+    starts = _nearest_starts(anchors, addresses)
+    # Only an address just past a start needs the groups that hold it.
+    near = [(key, address, start) for (key, address), start
+            in zip(addresses.items(), starts, strict=True) if start != address]
+    by_address = _groups_holding({address for _key, address, _start in near}, pieces)
+    changed = {addresses[key] if key in addresses else int(key[1:], 16)
+               for key in written if key[:1] in _MARKS}
+    # Each address an object of its own (made in C), then those just past a start that
+    # belong to its object moved into it.
+    placed = dict(zip(addresses, map(_UNMARKED, addresses), strict=True))
+    for key, address, start in near:
+        if any(start in piece for piece in by_address.get(address, ())) \
+                or not (address in changed or address - start >= READ_MEMBER_REACH):
+            placed[key] = f"{start:#x}"
     return placed
 
 
-def _object_starts(anchors: list[int], groups: Iterable[Iterable[str]],
+def _nearest_starts(anchors: list[int], addresses: dict[str, int]) -> list[int]:
+    """For each key's address, the nearest object start at or below it within
+    ``MEMBER_REACH``, else the address itself."""
+    starts = []
+    for address in addresses.values():
+        k = bisect_right(anchors, address) - 1
+        starts.append(anchors[k] if k >= 0 and address - anchors[k] < MEMBER_REACH
+                      else address)
+    return starts
+
+
+def _groups_holding(wanted: set[int], pieces: list[frozenset[int]],
+                    ) -> dict[int, list[frozenset[int]]]:
+    """Each of the ``wanted`` addresses -> the groups of more than one address that hold it
+    (a group of one address is evidence of nothing)."""
+    by_address: dict[int, list[frozenset[int]]] = {}
+    for piece in pieces:
+        if len(piece) > 1:
+            for address in piece & wanted:
+                by_address.setdefault(address, []).append(piece)
+    return by_address
+
+
+def _object_starts(anchors: list[int], marked: list[list[str]], pieces: list[frozenset[int]],
                    addresses: dict[str, int], destroyed: set[int]) -> list[int]:
     """The anchors that start objects.  One within ``MEMBER_REACH`` past another is that
     object's member taken as a pointer (a map's header handed to the insertion)
@@ -521,15 +548,17 @@ def _object_starts(anchors: list[int], groups: Iterable[Iterable[str]],
     together with the object below; unless its own destructor is registered
     (``destroyed``: two strings side by side stay two).  Code that takes both as
     pointers (a -flto initializer building neighbouring globals) is no evidence.
+    ``marked``: each group's keys of bare addresses, ``pieces`` their addresses;
     ``addresses``: each key's address (``object_keys``)."""
-    members: dict[int, list[set[int]]] = {}
-    for every in groups:
-        keys = [key for key in every if key[:1] in _MARKS]
+    anchored = set(anchors)
+    members: dict[int, list[frozenset[int]]] = {}  # only anchors are ever looked up
+    for keys, touched in zip(marked, pieces, strict=True):
+        if anchored.isdisjoint(touched):
+            continue
         taken = {addresses[key] for key in keys if key[0] == ANCHOR}
-        touched = {addresses[key] for key in keys}
         for key in keys:
             address = addresses[key]
-            if key[0] == BARE and address not in taken:
+            if key[0] == BARE and address not in taken and address in anchored:
                 members.setdefault(address, []).append(touched)
     starts: list[int] = []
     for address in anchors:
@@ -544,6 +573,7 @@ def _object_starts(anchors: list[int], groups: Iterable[Iterable[str]],
 # an address accessed, and one the code takes as a pointer.
 BARE, ANCHOR = "@", "^"
 _MARKS = (BARE, ANCHOR)
+_UNMARKED = itemgetter(slice(1, None))  # "@0x10" -> "0x10"
 
 
 def effects_keys(effects: Effects) -> Iterator[str]:
@@ -563,7 +593,8 @@ def rekeyed(effects: Effects, keys: dict[str, str]) -> Effects:
         return effects
 
     def each(items: Iterable[str]) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(keys.get(k, k) for k in items))
+        items = tuple(items)
+        return tuple(dict.fromkeys(map(keys.get, items, items)))  # keys.get(k, k), in C
 
     first: dict[str, bool] = {}
     for key, written in effects.first_access:

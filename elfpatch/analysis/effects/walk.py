@@ -87,6 +87,26 @@ class Value(NamedTuple):
 
 State = dict[str, Value]
 
+# Values are built for nearly every instruction that names an address or a number;
+# made from the whole tuple, every field in order, they cost a quarter of what the
+# keyword call does.
+_new_tuple = tuple.__new__
+
+
+def address_value(address: int | None) -> Value:
+    """``Value(address=address)``."""
+    return _new_tuple(Value, (address, None, False, None, True, None, None, None, None))
+
+
+def constant_value(number: int) -> Value:
+    """``Value(constant=number)``."""
+    return _new_tuple(Value, (None, None, False, None, True, None, None, number, None))
+
+
+def got_value(entry: GotEntry) -> Value:
+    """``Value(got=entry)``."""
+    return _new_tuple(Value, (None, entry, False, None, True, None, None, None, None))
+
 
 def intersect(a: State, b: State) -> State:
     return {reg: value for reg, value in a.items() if b.get(reg) == value}
@@ -131,6 +151,7 @@ class FunctionWalk:
     """One linear sweep over one function; subclasses decode one instruction set."""
 
     ARGUMENTS: tuple[str, ...] = ()
+    argument_set: frozenset[str] = frozenset()  # ARGUMENTS, for membership tests
     RESULT_POINTER: str | None = None  # where a by-value result's address is passed, if apart
     RESULT: str | None = None  # the register a function returns a pointer in
     CALLER_SAVED: frozenset[str] = frozenset()
@@ -158,7 +179,7 @@ class FunctionWalk:
         # (``paths.Paths``); any other walk keeps every path.
         self.paths = Paths(pruned) if constants else None
         for position, number_passed in constants:
-            self.state[self.ARGUMENTS[position]] = Value(constant=number_passed)
+            self.state[self.ARGUMENTS[position]] = constant_value(number_passed)
         self.flags: Flags | None = None
         self.instructions: list[tuple[int, int, str, str]] = []  # a sized function's
         self.position = 0  # the index of the instruction being read
@@ -189,7 +210,7 @@ class FunctionWalk:
         decoded: Iterable[tuple[int, int, str, str]] = self.decode()
         if sized:  # kept, for what the code after a place writes (``orphan_state``)
             decoded = self.instructions = list(decoded)
-        for self.position, (address, size, mnemonic, operands) in enumerate(decoded):
+        for position, (address, size, mnemonic, operands) in enumerate(decoded):
             if paths is not None:
                 if address in paths.pruned:  # only a path the constants rule out gets here
                     falls, reached = False, address + size
@@ -197,6 +218,7 @@ class FunctionWalk:
                 self.expire_flags(address)
                 paths.instruction(address)
             if not falls or address in pending:
+                self.position = position  # only entering code looks at what came before
                 self.enter(address, falls and not padding)
             # Alignment padding after a jump: dead, it must not weaken what the
             # code it falls into is entered with.
@@ -303,21 +325,22 @@ class FunctionWalk:
                              in enumerate(self.instructions) if mnemonic[0] in initials
                              and (target := branch_target(mnemonic, operands)) is not None
                              and target <= at]
-        rest = self.instructions[position:]
         backs = [(n - position, target) for n, target in self.backward
                  if n >= position and target >= address]
         if not backs:
             return None
+        instructions = self.instructions  # from ``position`` on: the loop and what follows
         last, grown = -1, True
         while grown:  # the loop's end, and every branch back into what it holds
-            limit = rest[last][0] if last >= 0 else self.pending_above(address)
+            limit = instructions[position + last][0] if last >= 0 \
+                else self.pending_above(address)
             grown = False
             for n, target in backs:
                 if n > last and target < limit:
                     last, grown = n, True
         written: set[str] = set()
         stretch: set[str] = set()
-        for _address, _size, mnemonic, operands in rest[: last + 1]:
+        for _address, _size, mnemonic, operands in instructions[position : position + last + 1]:
             transfer = self.control_transfer(mnemonic, operands)
             if transfer is not None and transfer[0]:
                 stretch |= self.CALLER_SAVED | self.CALL_WRITES
@@ -366,8 +389,8 @@ class FunctionWalk:
     def number(self, register: str | None, found: int | None) -> None:
         """``register`` holds the number ``found`` (None: not known).  Outside a walk
         that decides, only what a call is passed matters: argument registers."""
-        if register is not None and (self.paths is not None or register in self.ARGUMENTS):
-            self.set(register, Value(constant=found) if found is not None else None)
+        if register is not None and (self.paths is not None or register in self.argument_set):
+            self.set(register, constant_value(found) if found is not None else None)
         else:
             self.set(register, None)
 
@@ -456,9 +479,9 @@ class FunctionWalk:
         if entry is None:
             return False
         if entry.symbol is None:
-            self.set(register, Value(address=entry.address))
+            self.set(register, address_value(entry.address))
             return True
-        self.set(register, Value(got=entry))
+        self.set(register, got_value(entry))
         # Taking the address is not touching the object (and a weak reference
         # loaded to be tested against null is not even that).
         if not entry.is_function and not entry.weak_undefined:
@@ -569,14 +592,16 @@ class FunctionWalk:
     def call(self, target: Value | None) -> None:
         state = self.state
         resolved = self.resolve(target) if target is not None else None
-        arguments = [state.get(register) for register
-                     in self.ARGUMENTS[:self.arguments_taken(resolved)]] if state else []
+        arguments = list(map(state.get, self.ARGUMENTS[:self.arguments_taken(resolved)])) \
+            if state else []
         result = state.get(self.RESULT_POINTER) if state and self.RESULT_POINTER else None
         if state:
             self.forget_clobbered(resolved)
+        passed = any(arguments)  # a Value, a tuple of fields, is true
         # The constants it is passed may select its paths (``analyzer.specialised``).
         constants = tuple((position, value.constant) for position, value in enumerate(arguments)
-                          if value is not None and value.constant is not None)
+                          if value is not None and value.constant is not None) \
+            if passed else ()
         if resolved is not None and resolved.follow is not None:
             self.result_of(resolved.follow, constants)
         if resolved is None:
@@ -594,15 +619,16 @@ class FunctionWalk:
             return
         if name in HOOK_FUNCTIONS:
             arguments = self.hand_over(HOOK_FUNCTIONS[name], arguments)
+            passed = any(arguments)
         if name in IOS_INIT_CONSTRUCTORS:
             self.summary.ios_init = True
         if name in GUARD_FUNCTIONS:
             guard = arguments[0] if arguments else None
             self.events.append((GUARD, GUARD_FUNCTIONS[name],
                                 guard_key(guard) if guard is not None else None, 0))
-        if any(arguments):
+        if passed:
             self.keyed_call(resolved, arguments)
-        if any(arguments) or result is not None:
+        if passed or result is not None:
             self.pass_arguments([*enumerate(arguments), (RESULT_POSITION, result)], resolved,
                                 name is not None and is_constructor(name))
         if resolved.follow is not None:
@@ -622,7 +648,7 @@ class FunctionWalk:
         ``constants``, it returns what the path they select returns (``get(1)``)."""
         address = self.analyzer.returned_address(function, constants)
         if address is not None and self.RESULT is not None:
-            self.set(self.RESULT, Value(address=address))
+            self.set(self.RESULT, address_value(address))
 
     def returns(self) -> None:
         """A return: what the result register holds, if it is a global's address."""
@@ -640,7 +666,7 @@ class FunctionWalk:
         calls to functions whose bodies it has compiled.
         """
         saved = self.CALLER_SAVED
-        if not any(register in saved for register in self.state):
+        if saved.isdisjoint(self.state):
             return
         written = self.analyzer.registers_written(callee) if callee is not None else None
         lost = saved if written is None else written | self.CALL_WRITES
@@ -708,7 +734,7 @@ class FunctionWalk:
         """``__tls_get_addr(&got_pair)``: the pair's relocation names the variable."""
         entry = self.index.got_entry(argument.address) if argument.address else None
         if entry is not None and entry.is_tls:
-            self.access(Value(got=entry), 0, read=True, write=False)
+            self.access(got_value(entry), 0, read=True, write=False)
 
     def record_call(self, resolved: Target) -> None:
         # Code without a symbol is named by its address.
@@ -727,7 +753,7 @@ class FunctionWalk:
 
     def through_got(self, entry: GotEntry) -> Target | None:
         if entry.is_tls:  # aarch64 TLS descriptor: a call that finds the variable
-            self.access(Value(got=entry), 0, read=True, write=False)
+            self.access(got_value(entry), 0, read=True, write=False)
             return None
         return got_target(self.index, entry)
 
@@ -766,7 +792,7 @@ class FunctionWalk:
             if not self.fails_at(target):
                 self.summary.may_return = True
             return False
-        return self.tail_call(Value(address=target))
+        return self.tail_call(address_value(target))
 
     def fails_at(self, address: int) -> bool:
         """Whether the code at ``address`` runs straight (jumps followed) into a call that
@@ -819,15 +845,21 @@ def _is_padding(mnemonic: str, operands: str) -> bool:
     return mnemonic == "nop" or (mnemonic == "xchg" and operands == "ax, ax")
 
 
+_LONGEST_INSTRUCTION = 15  # bytes: x86-64's limit (aarch64's are 4)
+
+
 def decode_in_chunks(engine: Cs, code: bytes, start: int,
                      chunk: int = 32) -> Iterator[tuple[int, int, str, str]]:
     """Instructions decoded a few at a time, for a reader that may stop early.
 
-    capstone decodes all it is given before yielding the first instruction.
+    capstone decodes all it is given before yielding the first instruction, and is
+    given no more than ``chunk`` instructions can span (not the rest of the code,
+    copied again for each chunk).
     """
     offset = 0
     while offset < len(code):
-        decoded = list(engine.disasm_lite(code[offset:], start + offset, chunk))
+        piece = code[offset : offset + chunk * _LONGEST_INSTRUCTION]
+        decoded = list(engine.disasm_lite(piece, start + offset, chunk))
         if not decoded:
             return
         yield from decoded
@@ -857,5 +889,11 @@ def number(text: str) -> int | None:
 
 
 def immediate(text: str) -> int | None:
-    """A branch target or immediate operand written as a number."""
-    return number(text) if text[:1].isdigit() else None
+    """A branch target or immediate operand written as a number (``number``, inlined:
+    asked for every branch and move)."""
+    if not text[:1].isdigit():
+        return None
+    try:
+        return int(text, 0)
+    except ValueError:
+        return None

@@ -32,14 +32,28 @@ the corpus was recorded with).
 
 from __future__ import annotations
 
+import functools
 import re
 import struct
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from elfpatch.analysis.effects.summary import Constants
-from elfpatch.analysis.effects.walk import Analyzer, FunctionWalk, Value, immediate, number
+from elfpatch.analysis.effects.walk import (
+    Analyzer,
+    FunctionWalk,
+    Value,
+    address_value,
+    constant_value,
+    got_value,
+    immediate,
+    number,
+)
 from elfpatch.elf.constants import EM_X86_64
 from elfpatch.errors import ElfpatchError
+
+if TYPE_CHECKING:
+    from capstone import Cs
 
 MACHINE = EM_X86_64
 
@@ -101,6 +115,7 @@ _X86_STRING_OPERAND = re.compile(r"\[[re][sd]i\]")
 
 class X86Walk(FunctionWalk):
     ARGUMENTS = ("rdi", "rsi", "rdx", "rcx", "r8", "r9")
+    argument_set = frozenset(ARGUMENTS)
     RESULT = "rax"
     CALLER_SAVED = frozenset({"rax", "rcx", "rdx", "rsi", "rdi", "r8", "r9", "r10", "r11"})
 
@@ -216,7 +231,7 @@ class X86Walk(FunctionWalk):
         amount = number(source)
         if amount is not None and value.address is not None and value.exact:
             sign = 1 if mnemonic == "add" else -1
-            self.state[family] = Value(address=value.address + sign * amount)
+            self.state[family] = address_value(value.address + sign * amount)
         else:
             self.set(family, self.derived(value))
         return True
@@ -337,7 +352,7 @@ class X86Walk(FunctionWalk):
         """Where ``call``/``jmp`` goes: an immediate, a register, or a GOT slot."""
         target = immediate(operands)
         if target is not None:
-            return Value(address=target)
+            return address_value(target)
         if "[" not in operands:
             return self.state.get(_X86_FAMILY.get(operands, ""))
         slot = self.effective(operands, following)
@@ -346,7 +361,7 @@ class X86Walk(FunctionWalk):
         entry = self.index.got_entry(slot.address)
         if entry is None:
             return None
-        return Value(got=entry) if entry.symbol is not None else Value(address=entry.address)
+        return got_value(entry) if entry.symbol is not None else address_value(entry.address)
 
     # -- addresses ----------------------------------------------------------------
     def on_lea(self, following: int, operands: str) -> bool:
@@ -371,7 +386,7 @@ class X86Walk(FunctionWalk):
             return base if offset == 0 else self.derived(base)
         if base.address is None:
             return None
-        return Value(address=base.address + offset)
+        return address_value(base.address + offset)
 
     def memory(self, operand: str, following: int) -> tuple[Value, int] | None:
         """(base value, displacement) of a memory operand whose base is known."""
@@ -380,24 +395,23 @@ class X86Walk(FunctionWalk):
         if inner.startswith("rip + 0x") and operand[open_at - 1 : open_at] != ":":
             displacement = number(inner[6:])  # the usual form
             if displacement is not None:
-                return Value(address=following + displacement), 0
-        first = inner.partition(" ")[0]
+                return address_value(following + displacement), 0
+        family, offset, segment, from_rip = _memory_operand(operand)
         base: Value | None = None
-        if first in _X86_FAMILY:
-            base = self.state.get(_X86_FAMILY[first])
+        if family is not None:
+            base = self.state.get(family)
             if base is None or base.constant is not None:  # a number is no object's address
                 return None
-        offset = _displacement(inner)
         if offset is None:
             return None
-        if ":" in operand[:open_at]:  # fs:[reg]: reg holds a thread-local offset
+        if segment:  # fs:[reg]: reg holds a thread-local offset
             return (base, offset) if base is not None and base.got is not None else None
         if base is not None:
             return base, offset
-        if first == "rip":
-            return Value(address=following + offset), 0
+        if from_rip:
+            return address_value(following + offset), 0
         # An absolute address, perhaps indexed: only a fixed-address executable has them.
-        return (Value(address=offset), 0) if self.absolute else None
+        return (address_value(offset), 0) if self.absolute else None
 
     # -- moves ----------------------------------------------------------------------
     def on_mov(self, following: int, operands: str) -> bool:
@@ -462,7 +476,7 @@ class X86Walk(FunctionWalk):
         if family is not None:
             value = self.state.get(family)
             if value is not None and value.constant is not None and source not in _X86_QWORD:
-                return Value(constant=value.constant & 0xFFFF_FFFF)  # mov edi, eax
+                return constant_value(value.constant & 0xFFFF_FFFF)  # mov edi, eax
             return value
         # Only a fixed-address executable has addresses as immediates, and
         # only numbers inside its image are addresses (not counts or flags).
@@ -470,8 +484,8 @@ class X86Walk(FunctionWalk):
         if found is None:
             return None
         if not self.absolute or not self.analyzer.in_image(found):
-            return Value(constant=found)
-        return Value(address=found)
+            return constant_value(found)
+        return address_value(found)
 
     def stack_key(self, operand: str) -> str | None:
         """The stack slot a memory operand names, unless its base holds a known address
@@ -512,13 +526,26 @@ class X86Walk(FunctionWalk):
         if mnemonic.startswith(_X86_MOVES):
             return position > 0, position == 0
         offset = address - self.start
-        code = bytes(self.code[offset : offset + size])
-        for instruction in self.analyzer.detailed.disasm(code, address, 1):
-            for operand in instruction.operands:
-                if operand.type == _X86_OP_MEM and operand.access:
-                    return (bool(operand.access & _CS_AC_READ),
-                            bool(operand.access & _CS_AC_WRITE))
-        return True, False
+        return _memory_access(self.analyzer.detailed, bytes(self.code[offset : offset + size]))
+
+
+# Operands repeat (``qword ptr [rbp - 0x18]``, ``qword ptr [rbx + 8]``) across every
+# function swept: what their text says (or their encoding) is read once.
+_OPERANDS_KEPT = 1 << 16
+
+
+@functools.lru_cache(maxsize=_OPERANDS_KEPT)
+def _memory_access(detailed: Cs, code: bytes) -> tuple[bool, bool]:
+    """(read, write) of the memory operand of the one instruction ``code`` encodes: the
+    same encodings recur (``add qword ptr [rax + 8], 1``), and decoding one in detail
+    costs more than sweeping a dozen.  Where it lies does not change how it accesses
+    memory (the address decoded at is 0)."""
+    for instruction in detailed.disasm(code, 0, 1):
+        for operand in instruction.operands:
+            if operand.type == _X86_OP_MEM and operand.access:
+                return (bool(operand.access & _CS_AC_READ),
+                        bool(operand.access & _CS_AC_WRITE))
+    return True, False
 
 
 _MAX_CASES = 4096  # entries of one jump table read at most
@@ -542,10 +569,45 @@ def _conditional(condition: str | None) -> Callable[[X86Walk, int, str], bool]:
     return handler
 
 
+_MemoryOperand = tuple[str | None, int | None, bool, bool]
+_MEMORY_OPERANDS: dict[str, _MemoryOperand] = {}
+_STACK_KEYS: dict[str, str | None] = {}
+
+
+def _memory_operand(operand: str) -> _MemoryOperand:
+    """(the base register's family, the displacement, whether a segment prefixes it,
+    whether the base is rip) of a memory operand (``X86Walk.memory``).  A plain dict
+    filled up to a bound: an operand not seen before costs one look-up more, where an
+    LRU cache's bookkeeping would double its cost."""
+    found = _MEMORY_OPERANDS.get(operand)
+    if found is None:
+        found = _read_memory_operand(operand)
+        if len(_MEMORY_OPERANDS) < _OPERANDS_KEPT:
+            _MEMORY_OPERANDS[operand] = found
+    return found
+
+
+def _read_memory_operand(operand: str) -> _MemoryOperand:
+    open_at = operand.find("[")
+    inner = operand[open_at + 1 : operand.find("]", open_at)]
+    first = inner.partition(" ")[0]
+    return (_X86_FAMILY.get(first), _displacement(inner), ":" in operand[:open_at],
+            first == "rip")
+
+
 def _stack_key(operand: str) -> str | None:
     """``qword ptr [rbp - 0x18]`` -> ``[rbp-24]``: a stack slot, or None for other memory."""
     if "[rsp" not in operand and "[rbp" not in operand:
         return None
+    if operand in _STACK_KEYS:
+        return _STACK_KEYS[operand]
+    key = _read_stack_key(operand)
+    if len(_STACK_KEYS) < _OPERANDS_KEPT:
+        _STACK_KEYS[operand] = key
+    return key
+
+
+def _read_stack_key(operand: str) -> str | None:
     open_at = operand.find("[")
     inner = operand[open_at + 1 : operand.find("]", open_at)]
     base, _, rest = inner.partition(" ")
