@@ -171,9 +171,10 @@ def analyse_object_fully(elf: ElfFile, path: str, member: str | None = None,
 
 
 # What only the C runtime's own entries call (crtstuff's frame_dummy and
-# register_tm_clones, crti's _init): they know no user global.
+# register_tm_clones, crti's _init, libgcc's init_have_lse_atomics): they know no
+# user global.
 _RUNTIME_CALLS = frozenset({"_ITM_registerTMCloneTable", "_ITM_deregisterTMCloneTable",
-                            "__gmon_start__"})
+                            "__gmon_start__", "__getauxval"})
 
 
 def _without_runtime(entries: list[InitializerEntry], found: list[Effects | list[Part]],

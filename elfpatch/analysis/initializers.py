@@ -69,8 +69,11 @@ class UnitSource(TextEnum):
 
 
 # The C runtime's own entries: not user code, but listed so the order is complete.
+# libgcc's init_have_lse_atomics (aarch64) sets the flag its outlined atomics test
+# to choose an instruction sequence; both are right, so reading it early is too.
 RUNTIME_ENTRIES = frozenset({"frame_dummy", "__do_global_dtors_aux", "_init", "_fini",
-                             "register_tm_clones", "deregister_tm_clones"})
+                             "register_tm_clones", "deregister_tm_clones",
+                             "init_have_lse_atomics"})
 
 
 @dataclass(frozen=True)

@@ -422,15 +422,19 @@ class Collector:
 
 
 def _bare_keys(events: Iterable[Event]) -> tuple[str, ...]:
-    """The bare addresses one function's events name (none in a file with .symtab)."""
+    """The bare addresses one function's events name (none in a file with .symtab),
+    and, marked ``STORED`` (``!0x…``), those of them it stores to."""
     found: dict[str, None] = {}
+    stored: dict[str, None] = {}
     for event in events:
-        subject = event[1]
-        if event[0] == ATEXIT:
+        kind, subject = event[0], event[1]
+        if kind == ATEXIT:
             subject = subject.object
         if type(subject) is str and subject[:1] in _MARKS:
             found[subject] = None
-    return tuple(found)
+            if kind == WRITE:
+                stored[STORED + subject[1:]] = None
+    return (*found, *stored)
 
 
 def settle(effects: Effects, use: PendingUse) -> Effects:
@@ -477,21 +481,27 @@ def object_keys(groups: Iterable[Iterable[str]], written: Iterable[str] = (),
 
     An address belongs to the object starting at the nearest address at or below
     it that code takes as a pointer (within ``MEMBER_REACH``) only if some one
-    function touches both it and that object's start: a constructor writes a
-    string's pointer, size and buffer together, while a counter that happens to
-    lie just past a string is bumped by a function that never touches the
-    string.  An address no code writes (``written``: the keys any code writes
-    or builds) is read only, as a member read apart from the rest is (a string's
-    size at +8, its constructor being another library's code): it joins the
-    object within ``READ_MEMBER_REACH``.  Any other address is an object of its
-    own: splitting one object in two can only repeat a finding, taking two for
-    one invents them.  Other keys are left out (unchanged).
+    function touches both it and that object's start, and no function stores to
+    it without touching that start: a constructor writes a string's pointer, size
+    and buffer together, while a counter that happens to lie just past a string
+    is bumped by functions that never touch the string (LLVM's command-line
+    options each bump one, the string's own TU too).  An address no code writes
+    (``written``: the keys any code writes or builds) is read only, as a member
+    read apart from the rest is (a string's size at +8, its constructor being
+    another library's code): it joins the object within ``READ_MEMBER_REACH``.
+    Any other address is an object of its own: splitting one object in two can
+    only repeat a finding, taking two for one invents them.  Other keys are left
+    out (unchanged).
 
     Worked on the whole table at once (a big stripped library has 100,000 such
     keys): one sorted list of the anchors, and the groups consulted only for the
     few addresses that fall just past one.
     """
-    marked = [[key for key in keys if key[:1] in _MARKS] for keys in groups]
+    marked: list[list[str]] = []
+    stored: list[frozenset[int]] = []  # per group: the addresses it stores to
+    for keys in groups:
+        marked.append([key for key in keys if key[:1] in _MARKS])
+        stored.append(frozenset(int(key[1:], 16) for key in keys if key[:1] == STORED))
     found = dict.fromkeys(key for keys in marked for key in keys)
     found.update(dict.fromkeys(key for key in alone if key[:1] in _MARKS))
     addresses = {key: int(key[1:], 16) for key in found}
@@ -504,15 +514,18 @@ def object_keys(groups: Iterable[Iterable[str]], written: Iterable[str] = (),
     # Only an address just past a start needs the groups that hold it.
     near = [(key, address, start) for (key, address), start
             in zip(addresses.items(), starts, strict=True) if start != address]
-    by_address = _groups_holding({address for _key, address, _start in near}, pieces)
+    wanted = {address for _key, address, _start in near}
+    by_address = _groups_holding(wanted, pieces)
+    stored_by = _groups_storing(wanted, pieces, stored)
     changed = {addresses[key] if key in addresses else int(key[1:], 16)
                for key in written if key[:1] in _MARKS}
     # Each address an object of its own (made in C), then those just past a start that
     # belong to its object moved into it.
     placed = dict(zip(addresses, map(_UNMARKED, addresses), strict=True))
     for key, address, start in near:
-        if any(start in piece for piece in by_address.get(address, ())) \
-                or not (address in changed or address - start >= READ_MEMBER_REACH):
+        together = any(start in piece for piece in by_address.get(address, ())) \
+            and all(start in piece for piece in stored_by.get(address, ()))
+        if together or not (address in changed or address - start >= READ_MEMBER_REACH):
             placed[key] = f"{start:#x}"
     return placed
 
@@ -537,6 +550,16 @@ def _groups_holding(wanted: set[int], pieces: list[frozenset[int]],
         if len(piece) > 1:
             for address in piece & wanted:
                 by_address.setdefault(address, []).append(piece)
+    return by_address
+
+
+def _groups_storing(wanted: set[int], pieces: list[frozenset[int]],
+                    stored: list[frozenset[int]]) -> dict[int, list[frozenset[int]]]:
+    """Each of the ``wanted`` addresses -> the groups that store to it."""
+    by_address: dict[int, list[frozenset[int]]] = {}
+    for piece, stores in zip(pieces, stored, strict=True):
+        for address in stores & wanted:
+            by_address.setdefault(address, []).append(piece)
     return by_address
 
 
@@ -570,8 +593,9 @@ def _object_starts(anchors: list[int], marked: list[list[str]], pieces: list[fro
 
 
 # Keys of addresses in a file without symbols, before they are placed in objects:
-# an address accessed, and one the code takes as a pointer.
-BARE, ANCHOR = "@", "^"
+# an address accessed, and one the code takes as a pointer.  In a function's group
+# only: an address it stores to (``_bare_keys``).
+BARE, ANCHOR, STORED = "@", "^", "!"
 _MARKS = (BARE, ANCHOR)
 _UNMARKED = itemgetter(slice(1, None))  # "@0x10" -> "0x10"
 
