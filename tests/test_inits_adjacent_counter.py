@@ -12,12 +12,10 @@ is the one finding, an error exactly where the program shows the bug.
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
-from support.inits import MACHINES, inits_of, printed, risks, scenario
+from support.inits import MACHINES, inits_of, printed, risks, scenario, strip_unneeded
 from support.readelf import readelf_symbols
 
 ORDER_KINDS = ("init-order", "link-order-dependence")
@@ -32,16 +30,6 @@ def reader_initializer(path: Path) -> int:
                 and s.name in ("_GLOBAL__sub_I_early_length", "_GLOBAL__sub_I_reader.cpp"))
 
 
-def stripped_copy(machine: str, path: Path, folder: Path) -> Path:
-    name = "strip" if machine == "x86_64" else f"{machine}-linux-gnu-strip"
-    if shutil.which(name) is None:
-        pytest.skip(f"{name} is not installed (apt-get install binutils)")
-    copy = folder / path.name
-    shutil.copy(path, copy)
-    subprocess.run([name, "--strip-unneeded", str(copy)], check=True)
-    return copy
-
-
 @pytest.mark.parametrize("machine", MACHINES)
 @pytest.mark.parametrize(("output", "program"), OUTPUTS)
 def test_the_counter_is_no_member_of_the_name(machine: str, output: str, program: str,
@@ -50,7 +38,7 @@ def test_the_counter_is_no_member_of_the_name(machine: str, output: str, program
     shown = printed(built, program)
     assert shown["counted"] == "3"
     original = built.path(output)
-    found = risks(inits_of(stripped_copy(machine, original, tmp_path)), *ORDER_KINDS)
+    found = risks(inits_of(strip_unneeded(machine, original, tmp_path)), *ORDER_KINDS)
     expected = "error" if shown["early_length"] == "0" else "warning"
     assert [(r["severity"], r["reader_address"]) for r in found] == \
         [(expected, reader_initializer(original))], found

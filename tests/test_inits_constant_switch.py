@@ -12,29 +12,26 @@ where the program shows the bug, stripped or not.
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
-from elfpatch.fixtures import build
-from support.inits import MACHINES, compiler_runs, inits_of, printed, risks, scenario, toolchain
-from support.readelf import readelf_symbols
+from support.inits import (
+    ASAN_DEFAULT,
+    ASAN_STRICT,
+    MACHINES,
+    asan_build,
+    asan_reader,
+    inits_of,
+    printed,
+    risks,
+    scenario,
+    strip_unneeded,
+)
+from support.readelf import symtab_address, tu_initializer
 
 CONFIG_NAME = "_Z11config_nameB5cxx11"
 PROGRAMS = ["config_last", "config_first", "config_last_lto", "config_first_lto"]
 ORDER_KINDS = ("init-order", "link-order-dependence")
-
-
-def symbol_address(path: Path, name: str) -> int:
-    return next(s.value for s in readelf_symbols(path) if s.table == ".symtab" and s.name == name)
-
-
-def early_initializer(path: Path) -> int | None:
-    """Where early.cpp's initializer starts (None: -flto merged it away)."""
-    return next((s.value for s in readelf_symbols(path) if s.table == ".symtab"
-                 and s.name.startswith("_GLOBAL__sub_I_") and "early" in s.name), None)
 
 
 def order_findings(record: dict) -> list[dict]:
@@ -50,9 +47,9 @@ def test_only_the_real_read_is_reported(machine: str, program: str) -> None:
     assert (output["early_case"], output["early_branch"]) == ("17", "5")
     path = built.path(program)
     found = order_findings(inits_of(path))
-    config = symbol_address(path, CONFIG_NAME)
+    config = symtab_address(path, CONFIG_NAME)
     assert all(r["object_address"] == config for r in found), found
-    early = early_initializer(path)
+    early = tu_initializer(path, "early")
     assert not [r for r in found if r["reader_address"] == early], found
     assert not [r for r in found if "early.cpp" in r["message"]], found
     errors = [r for r in found if r["severity"] == "error"]
@@ -75,21 +72,12 @@ def test_the_coverage_line_counts_what_was_decided(machine: str) -> None:
     assert "branches on constant arguments:" in text
 
 
-def strip_tool(machine: str) -> str:
-    name = "strip" if machine == "x86_64" else f"{machine}-linux-gnu-strip"
-    if shutil.which(name) is None:
-        pytest.skip(f"{name} is not installed (apt-get install binutils)")
-    return name
-
-
 @pytest.mark.parametrize("machine", MACHINES)
 @pytest.mark.parametrize("program", PROGRAMS)
 def test_stripped_builds_decide_the_same(machine: str, program: str, tmp_path: Path) -> None:
     built = scenario("constant_switch", machine)
     original = built.path(program)
-    copy = tmp_path / original.name
-    shutil.copy(original, copy)
-    subprocess.run([strip_tool(machine), "--strip-unneeded", str(copy)], check=True)
+    copy = strip_unneeded(machine, original, tmp_path)
 
     def identity(record: dict) -> set[tuple]:
         return {(r["severity"], r["kind"], r.get("object_address"), r.get("reader_address"),
@@ -99,42 +87,21 @@ def test_stripped_builds_decide_the_same(machine: str, program: str, tmp_path: P
     assert stripped["coverage"]["constant_branches"] == full["coverage"]["constant_branches"]
 
 
-ASAN = ("-fsanitize=address", "-g")
-DEFAULT = "check_initialization_order=1:detect_leaks=0"
-STRICT = "check_initialization_order=1:strict_init_order=1:detect_leaks=0"
-
-
 @pytest.fixture(scope="module")
-def asan_build() -> Path:
-    if not compiler_runs(ASAN):
-        pytest.skip("cannot link with -fsanitize=address (apt-get install libasan8)")
-    fixture = build.SCENARIOS["constant_switch"]
-    targets = [t for t in fixture.targets if not t.output.endswith("_lto")]
-    return build.build_targets(fixture.sources(), targets, (*fixture.flags, *ASAN),
-                               toolchain("x86_64"), label="constant_switch-asan")
-
-
-def asan_reader(program: Path, options: str) -> str | None:
-    """The TU ASan's init-order checker stops in, or None when the run is clean."""
-    result = subprocess.run([str(program)], capture_output=True, text=True,
-                            env={**os.environ, "ASAN_OPTIONS": options}, timeout=60)
-    if "initialization-order-fiasco" not in result.stderr:
-        assert result.returncode == 0, result.stderr[-2000:]
-        return None
-    frames = [line for line in result.stderr.splitlines() if " in _GLOBAL__sub_I_" in line]
-    return Path(frames[0].rpartition(" ")[2].partition(":")[0]).name
+def asan_programs() -> Path:
+    return asan_build("constant_switch")
 
 
 @pytest.mark.parametrize("program", ["config_last", "config_first"])
-def test_asan_names_the_same_reader(asan_build: Path, program: str) -> None:
+def test_asan_names_the_same_reader(asan_programs: Path, program: str) -> None:
     """Default mode stops at a read of a global not yet built: reader.cpp's, in
     config_last only.  Strict mode stops at any read of another TU's global while
     initializing: reader.cpp's in both orders, after early.cpp's initializers,
     which run first in both and never touch config_name."""
-    path = asan_build / program
+    path = asan_programs / program
     expected = "reader.cpp" if program == "config_last" else None
-    assert asan_reader(path, DEFAULT) == expected
-    assert asan_reader(path, STRICT) == "reader.cpp"
+    assert asan_reader(path, ASAN_DEFAULT) == expected
+    assert asan_reader(path, ASAN_STRICT) == "reader.cpp"
     found = order_findings(inits_of(path))
     assert [(r["severity"], r["object"]) for r in found] == \
         [("error" if expected else "warning", CONFIG_NAME)]

@@ -13,12 +13,10 @@ and the flag looked constructed by ``a.cpp`` and registered into by
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
-from support.inits import MACHINES, inits_of, printed, risks, scenario
+from support.inits import MACHINES, inits_of, printed, risks, scenario, strip_unneeded
 
 LIBRARIES = ["liba_first.so", "libb_first.so", "liba_first_lto.so"]
 ORDER_KINDS = ("init-order", "link-order-dependence")
@@ -44,12 +42,7 @@ def test_no_order_risk_on_the_flag(machine: str, library: str) -> None:
 @pytest.mark.parametrize("machine", MACHINES)
 @pytest.mark.parametrize("library", LIBRARIES)
 def test_stripped_the_same(machine: str, library: str, tmp_path: Path) -> None:
-    name = "strip" if machine == "x86_64" else f"{machine}-linux-gnu-strip"
-    if shutil.which(name) is None:
-        pytest.skip(f"{name} is not installed (apt-get install binutils)")
-    copy = tmp_path / library
-    shutil.copy(scenario("lazy_flag", machine).path(library), copy)
-    subprocess.run([name, "--strip-unneeded", str(copy)], check=True)
+    copy = strip_unneeded(machine, scenario("lazy_flag", machine).path(library), tmp_path)
     assert risks(inits_of(copy), *ORDER_KINDS) == []
 
 

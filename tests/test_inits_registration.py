@@ -15,13 +15,11 @@ findings, identified by address.
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 from conftest import run_elfpatch
-from support.inits import MACHINES, inits_of, printed, risks, scenario
+from support.inits import MACHINES, inits_of, printed, risks, scenario, strip_unneeded
 from support.readelf import readelf_symbols
 
 # program run -> object analysed
@@ -33,22 +31,6 @@ PROGRAMS = {
     "shared_host": "libtests_first.so",
 }
 NOT_LTO = [p for p in PROGRAMS if not p.endswith("_lto")]
-
-
-def strip_tool(machine: str) -> str:
-    name = "strip" if machine == "x86_64" else f"{machine}-linux-gnu-strip"
-    if shutil.which(name) is None:
-        pytest.skip(f"{name} is not installed (apt-get install binutils)")
-    return name
-
-
-def stripped(path: Path, machine: str, folder: Path) -> Path:
-    """A ``strip --strip-unneeded`` copy of ``path`` in ``folder``."""
-    copy = folder / path.name
-    shutil.copy(path, copy)
-    subprocess.run([strip_tool(machine), "--strip-unneeded", str(copy)], check=True,
-                   capture_output=True)
-    return copy
 
 
 def findings(record: dict) -> set[tuple]:
@@ -96,7 +78,7 @@ def test_a_stripped_build_gives_the_same_findings(machine: str, program: str,
                                                   tmp_path: Path) -> None:
     built = scenario("registration", machine)
     original = built.path(PROGRAMS[program])
-    copy = stripped(original, machine, tmp_path)
+    copy = strip_unneeded(machine, original, tmp_path)
     assert not [s for s in readelf_symbols(copy) if s.table == ".symtab"]
     assert findings(inits_of(copy)) == findings(inits_of(original))
     text = run_elfpatch("inits", str(copy)).stdout
@@ -111,7 +93,7 @@ def test_a_stripped_lto_build_gives_the_same_findings(machine: str, program: str
     function is known only as the object's one initializer, read the same way."""
     built = scenario("registration", machine)
     original = built.path(PROGRAMS[program])
-    copy = stripped(original, machine, tmp_path)
+    copy = strip_unneeded(machine, original, tmp_path)
     assert findings(inits_of(copy)) == findings(inits_of(original))
     lost = printed(built, program)["tests"] == "0"
     assert bool(risks(inits_of(copy), "init-order")) == lost

@@ -11,12 +11,10 @@ exactly where the program shows the bug, stripped or not.
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
-from support.inits import MACHINES, inits_of, printed, risks, scenario
+from support.inits import MACHINES, inits_of, printed, risks, scenario, strip_unneeded
 
 from elfpatch.analysis.effects.names import argument_registers
 from elfpatch.cxx.names import parameter_types
@@ -44,13 +42,7 @@ def test_the_library_and_its_stripped_copy(machine: str, tmp_path: Path) -> None
     library = scenario("stored_pointer", machine).path("libstored_first.so")
     found = risks(inits_of(library), *ORDER_KINDS)
     assert [(r["severity"], "length.cpp" in r["message"]) for r in found] == [("error", True)]
-    name = "strip" if machine == "x86_64" else f"{machine}-linux-gnu-strip"
-    if shutil.which(name) is None:
-        pytest.skip(f"{name} is not installed (apt-get install binutils)")
-    copy = tmp_path / library.name
-    shutil.copy(library, copy)
-    subprocess.run([name, "--strip-unneeded", str(copy)], check=True)
-    stripped = risks(inits_of(copy), *ORDER_KINDS)
+    stripped = risks(inits_of(strip_unneeded(machine, library, tmp_path)), *ORDER_KINDS)
     # The object is exported: .dynsym names it, stripped or not.
     assert [(r["severity"], r["object"], r["reader_address"]) for r in stripped] == \
         [(r["severity"], r["object"], r["reader_address"]) for r in found]

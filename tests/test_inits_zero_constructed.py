@@ -11,12 +11,10 @@ object is reached through the GOT), stripped or not.
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
-from support.inits import MACHINES, inits_of, printed, risks, scenario
+from support.inits import MACHINES, inits_of, printed, risks, scenario, strip_unneeded
 
 ORDER_KINDS = ("init-order", "link-order-dependence")
 
@@ -41,11 +39,6 @@ def test_only_the_early_write_is_reported(machine: str, program: str) -> None:
 def test_in_a_library_and_stripped(machine: str, tmp_path: Path) -> None:
     library = scenario("zero_constructed", machine).path("libcounter_last.so")
     assert findings(library) == [("error", True)]
-    name = "strip" if machine == "x86_64" else f"{machine}-linux-gnu-strip"
-    if shutil.which(name) is None:
-        pytest.skip(f"{name} is not installed (apt-get install binutils)")
     for program in (library, scenario("zero_constructed", machine).path("counter_last")):
-        copy = tmp_path / program.name
-        shutil.copy(program, copy)
-        subprocess.run([name, "--strip-unneeded", str(copy)], check=True)
+        copy = strip_unneeded(machine, program, tmp_path)
         assert [severity for severity, _ in findings(copy)] == ["error"], program.name

@@ -8,6 +8,8 @@ installed (otherwise the test that needs the run skips).
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 from functools import cache
 from pathlib import Path
@@ -90,6 +92,45 @@ def compiler_runs(flags: tuple[str, ...], machine: str = "x86_64") -> bool:
     except build.BuildError:
         return False
     return True
+
+
+def strip_unneeded(machine: str, path: Path, folder: Path) -> Path:
+    """A ``strip --strip-unneeded`` copy of ``path`` in ``folder`` (what distributions and
+    most wheels ship), made with ``machine``'s binutils."""
+    name = "strip" if machine == "x86_64" else f"{machine}-linux-gnu-strip"
+    if shutil.which(name) is None:
+        pytest.skip(f"{name} is not installed (apt-get install binutils)")
+    copy = folder / path.name
+    shutil.copy(path, copy)
+    subprocess.run([name, "--strip-unneeded", str(copy)], check=True, capture_output=True)
+    return copy
+
+
+ASAN = ("-fsanitize=address", "-g")
+ASAN_DEFAULT = "check_initialization_order=1:detect_leaks=0"
+ASAN_STRICT = "check_initialization_order=1:strict_init_order=1:detect_leaks=0"
+
+
+def asan_build(name: str) -> Path:
+    """The scenario's programs but those built with -flto (gcc's init-order checker is
+    off there), rebuilt with AddressSanitizer for x86-64."""
+    if not compiler_runs(ASAN):
+        pytest.skip("cannot link with -fsanitize=address (apt-get install libasan8)")
+    fixture = build.SCENARIOS[name]
+    targets = [t for t in fixture.targets if not t.output.endswith("_lto")]
+    return build.build_targets(fixture.sources(), targets, (*fixture.flags, *ASAN),
+                               toolchain("x86_64"), label=f"{name}-asan")
+
+
+def asan_reader(program: Path, options: str) -> str | None:
+    """The TU ASan's init-order checker stops in, or None when the run is clean."""
+    result = subprocess.run([str(program)], capture_output=True, text=True,
+                            env={**os.environ, "ASAN_OPTIONS": options}, timeout=60)
+    if "initialization-order-fiasco" not in result.stderr:
+        assert result.returncode == 0, result.stderr[-2000:]
+        return None
+    frames = [line for line in result.stderr.splitlines() if " in _GLOBAL__sub_I_" in line]
+    return Path(frames[0].rpartition(" ")[2].partition(":")[0]).name
 
 
 def run_raw(built: build.ScenarioBuild, folder: Path, program: str,

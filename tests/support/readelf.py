@@ -71,6 +71,18 @@ def readelf_symbols(path: Path | str, *, use_dynamic: bool = False) -> list[Read
     return parse_symbols(_readelf(path, "-s", *tables).stdout)
 
 
+def symtab_address(path: Path | str, name: str) -> int:
+    """The value of the .symtab symbol ``name``."""
+    return next(s.value for s in readelf_symbols(path) if s.table == ".symtab" and s.name == name)
+
+
+def tu_initializer(path: Path | str, fragment: str) -> int | None:
+    """Where the initializer of the TU whose gcc name holds ``fragment`` starts (None:
+    there is none, as where -flto merged the initializers)."""
+    return next((s.value for s in readelf_symbols(path) if s.table == ".symtab"
+                 and s.name.startswith("_GLOBAL__sub_I_") and fragment in s.name), None)
+
+
 def readelf_unique(path: Path | str, *, use_dynamic: bool = False) -> list[tuple[str, int, str]]:
     """(table, index, name) of the UNIQUE symbols, in readelf's order."""
     return [(s.table, s.index, s.name) for s in readelf_symbols(path, use_dynamic=use_dynamic)
