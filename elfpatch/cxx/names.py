@@ -159,7 +159,12 @@ def parameter_types(name: str) -> list[str] | None:
     (``["char const*", "int"]`` of ``a::f(char const*, int) const``; of a
     lambda's ``operator()``, its own); [] for ``f()`` or ``f(void)``; None when
     the name has no parameter list."""
-    last = scope_parts(name)[-1]
+    return component_parameters(scope_parts(name)[-1])
+
+
+def component_parameters(last: str) -> list[str] | None:
+    """``parameter_types`` of a name's last component (``f(int)``, ``operator()(int)
+    const``), already split off with ``scope_parts``."""
     start = _layout(last).parameters
     if start is None:
         return None

@@ -121,6 +121,9 @@ class EffectsAnalyzer:
         self._written: dict[int, frozenset[str] | None] = {}
         # (function, constants passed) -> the global it returns
         self._returns: dict[tuple[int, Constants], int | None] = {}
+        # Split-off parts (.cold) -> whether they run straight into a throw (``fails_at``):
+        # one error path's tail is shared by many of a function's jumps, and functions.
+        self.failing_tails: dict[int, bool] = {}
         self._decode_errors = _decode_errors()
         # ET_EXEC: code may hold data addresses as immediates (mov esi, OFFSET obj).
         self.fixed_addresses = elf.header.type == ET_EXEC

@@ -13,7 +13,7 @@ import re
 from functools import lru_cache
 
 from elfpatch.cxx.demangle import demangle
-from elfpatch.cxx.names import function_path, parameter_types, scope_parts
+from elfpatch.cxx.names import component_parameters, function_path, scope_parts
 
 # Functions whose first argument is a destructor and (but for atexit) second its object.
 ATEXIT_FUNCTIONS = frozenset({"__cxa_atexit", "atexit", "__cxa_thread_atexit_impl",
@@ -66,11 +66,12 @@ def argument_registers(symbol: str) -> int | None:
     """
     if not symbol.startswith("_Z") or "." in symbol:
         return None
-    types = parameter_types(demangle(symbol))
+    parts = scope_parts(demangle(symbol))
+    types = component_parameters(parts[-1])
     if types is None or "..." in types:
         return None
     count = sum(_registers_of(kind) for kind in types)
-    return count + (2 if len(scope_parts(demangle(symbol))) > 1 else 1)
+    return count + (2 if len(parts) > 1 else 1)
 
 
 def _registers_of(kind: str) -> int:

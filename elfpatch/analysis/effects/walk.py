@@ -131,6 +131,7 @@ class Analyzer(Protocol):
     elf: ElfFile
     index: AddressIndex
     fixed_addresses: bool  # code may hold data addresses as immediates
+    failing_tails: dict[int, bool]  # ``FunctionWalk.fails_at``, known so far
 
     @property
     def disassembler(self) -> Cs: ...
@@ -789,7 +790,11 @@ class FunctionWalk:
         if self.sized and self.index.knows_functions and self.index.function_at(target) \
                 is None and self.index.plt_entry(target) is None:
             # Into this function's split-off part (.cold): error paths, not followed.
-            if not self.fails_at(target):
+            tails = self.analyzer.failing_tails
+            fails = tails.get(target)
+            if fails is None:
+                fails = tails[target] = self.fails_at(target)
+            if not fails:
                 self.summary.may_return = True
             return False
         return self.tail_call(address_value(target))
