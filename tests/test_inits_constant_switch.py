@@ -23,6 +23,7 @@ from support.inits import (
     asan_reader,
     inits_of,
     printed,
+    risk_identities,
     risks,
     scenario,
     strip_unneeded,
@@ -78,12 +79,8 @@ def test_stripped_builds_decide_the_same(machine: str, program: str, tmp_path: P
     built = scenario("constant_switch", machine)
     original = built.path(program)
     copy = strip_unneeded(machine, original, tmp_path)
-
-    def identity(record: dict) -> set[tuple]:
-        return {(r["severity"], r["kind"], r.get("object_address"), r.get("reader_address"),
-                 r.get("constructed_by_address")) for r in record["risks"]}
     stripped, full = inits_of(copy), inits_of(original)
-    assert identity(stripped) == identity(full)
+    assert risk_identities(stripped) == risk_identities(full)
     assert stripped["coverage"]["constant_branches"] == full["coverage"]["constant_branches"]
 
 

@@ -24,6 +24,7 @@ from support.inits import (
     asan_reader,
     inits_of,
     printed,
+    risk_identities,
     risks,
     scenario,
     strip_unneeded,
@@ -76,11 +77,7 @@ def test_stripped_builds_find_the_same(machine: str, program: str, tmp_path: Pat
     built = scenario("error_path", machine)
     original = built.path(program)
     copy = strip_unneeded(machine, original, tmp_path)
-
-    def identity(record: dict) -> set[tuple]:
-        return {(r["severity"], r["kind"], r.get("object_address"), r.get("reader_address"),
-                 r.get("constructed_by_address")) for r in record["risks"]}
-    assert identity(inits_of(copy)) == identity(inits_of(original))
+    assert risk_identities(inits_of(copy)) == risk_identities(inits_of(original))
 
 
 @pytest.fixture(scope="module")

@@ -85,24 +85,25 @@ def test_stop_reasons() -> None:
     assert set(at(schema("inits.schema.json"), *coverage)) == values(StopReason)
 
 
-def _load_modes(node: Any) -> list[set[str]]:
-    """The mode enums of every loader verdict (an object with ``blockers``) in a schema."""
+def _in_every_verdict(node: Any, *path: str) -> list[set[str]]:
+    """The enum at ``path`` of every loader verdict (an object whose properties hold
+    ``blockers``) in a schema, wherever it sits."""
     found = []
     if isinstance(node, dict):
         properties = node.get("properties", {})
         if isinstance(properties.get("blockers"), dict):
-            found.append(set(properties["mode"]["enum"]))
+            found.append(set(at(properties, *path)))
         for value in node.values():
-            found += _load_modes(value)
+            found += _in_every_verdict(value, *path)
     elif isinstance(node, list):
         for value in node:
-            found += _load_modes(value)
+            found += _in_every_verdict(value, *path)
     return found
 
 
 @pytest.mark.parametrize("name", ["scan.schema.json", "check.schema.json"])
 def test_load_modes(name: str) -> None:
-    modes = _load_modes(schema(name))
+    modes = _in_every_verdict(schema(name), "mode")
     assert modes and all(found == values(DlopenMode) for found in modes)
 
 
@@ -122,24 +123,9 @@ def test_binding_targets() -> None:
     assert set(at(schema("fix_wheels.schema.json"), *member, *change)) == values(BindingTarget)
 
 
-def _blocker_kinds(node: Any) -> list[set[str]]:
-    """The kind enums of every ``blockers`` array in a schema, wherever it sits."""
-    found = []
-    if isinstance(node, dict):
-        blockers = node.get("properties", {}).get("blockers")
-        if isinstance(blockers, dict):
-            found.append(set(blockers["items"]["properties"]["kind"]["enum"]))
-        for value in node.values():
-            found += _blocker_kinds(value)
-    elif isinstance(node, list):
-        for value in node:
-            found += _blocker_kinds(value)
-    return found
-
-
 @pytest.mark.parametrize("name", ["scan.schema.json", "check.schema.json"])
 def test_load_blocker_kinds(name: str) -> None:
-    kinds = _blocker_kinds(schema(name))
+    kinds = _in_every_verdict(schema(name), "blockers", "items", "properties", "kind")
     assert kinds and all(found == values(BlockerKind) for found in kinds)
 
 

@@ -71,6 +71,13 @@ def risks(record: dict, *kinds: str) -> list[dict]:
             if (r["kind"] in kinds if kinds else r["kind"] != DESTRUCTOR)]
 
 
+def risk_identities(record: dict) -> set[tuple]:
+    """What identifies each risk by address, whatever names the file keeps (a stripped
+    build's findings are its unstripped build's)."""
+    return {(r["severity"], r["kind"], r.get("object_address"), r.get("reader_address"),
+             r.get("constructed_by_address")) for r in record["risks"]}
+
+
 def errors(record: dict) -> list[tuple[str, str]]:
     """(kind, object) of each error of one file's record."""
     return [(r["kind"], r["object"]) for r in record["risks"] if r["severity"] == "error"]
