@@ -32,11 +32,10 @@ the corpus was recorded with).
 
 from __future__ import annotations
 
-import functools
 import re
 import struct
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from elfpatch.analysis.effects.summary import Constants
 from elfpatch.analysis.effects.walk import (
@@ -526,20 +525,35 @@ class X86Walk(FunctionWalk):
         if mnemonic.startswith(_X86_MOVES):
             return position > 0, position == 0
         offset = address - self.start
-        return _memory_access(self.analyzer.detailed, bytes(self.code[offset : offset + size]))
+        code = bytes(self.code[offset : offset + size])
+        detailed = self.analyzer.detailed
+        return _remembered(_ACCESSES, code, lambda encoding: _memory_access(detailed, encoding))
 
 
 # Operands repeat (``qword ptr [rbp - 0x18]``, ``qword ptr [rbx + 8]``) across every
-# function swept: what their text says (or their encoding) is read once.
+# function swept, and so do encodings (``add qword ptr [rax + 8], 1``): what their
+# text says, or how an encoding accesses memory, is read once.  Plain dicts filled up
+# to a bound: an operand not seen before costs one look-up more, where an LRU cache's
+# bookkeeping would double its cost.
 _OPERANDS_KEPT = 1 << 16
+K = TypeVar("K")
+V = TypeVar("V")
 
 
-@functools.lru_cache(maxsize=_OPERANDS_KEPT)
+def _remembered(table: dict[K, V], key: K, read: Callable[[K], V]) -> V:
+    """``read(key)``, kept in ``table`` while it holds fewer than ``_OPERANDS_KEPT``."""
+    if key in table:
+        return table[key]
+    found = read(key)
+    if len(table) < _OPERANDS_KEPT:
+        table[key] = found
+    return found
+
+
 def _memory_access(detailed: Cs, code: bytes) -> tuple[bool, bool]:
-    """(read, write) of the memory operand of the one instruction ``code`` encodes: the
-    same encodings recur (``add qword ptr [rax + 8], 1``), and decoding one in detail
-    costs more than sweeping a dozen.  Where it lies does not change how it accesses
-    memory (the address decoded at is 0)."""
+    """(read, write) of the memory operand of the one instruction ``code`` encodes;
+    decoding one in detail costs more than sweeping a dozen.  Where it lies does not
+    change how it accesses memory (the address decoded at is 0)."""
     for instruction in detailed.disasm(code, 0, 1):
         for operand in instruction.operands:
             if operand.type == _X86_OP_MEM and operand.access:
@@ -570,21 +584,17 @@ def _conditional(condition: str | None) -> Callable[[X86Walk, int, str], bool]:
 
 
 _MemoryOperand = tuple[str | None, int | None, bool, bool]
+# Keyed by the encoding alone: the detailed engine decoding it is x86-64's, whichever
+# analyzer made it (keying by the engine too kept every analyzer's engine alive).
+_ACCESSES: dict[bytes, tuple[bool, bool]] = {}
 _MEMORY_OPERANDS: dict[str, _MemoryOperand] = {}
 _STACK_KEYS: dict[str, str | None] = {}
 
 
 def _memory_operand(operand: str) -> _MemoryOperand:
     """(the base register's family, the displacement, whether a segment prefixes it,
-    whether the base is rip) of a memory operand (``X86Walk.memory``).  A plain dict
-    filled up to a bound: an operand not seen before costs one look-up more, where an
-    LRU cache's bookkeeping would double its cost."""
-    found = _MEMORY_OPERANDS.get(operand)
-    if found is None:
-        found = _read_memory_operand(operand)
-        if len(_MEMORY_OPERANDS) < _OPERANDS_KEPT:
-            _MEMORY_OPERANDS[operand] = found
-    return found
+    whether the base is rip) of a memory operand (``X86Walk.memory``)."""
+    return _remembered(_MEMORY_OPERANDS, operand, _read_memory_operand)
 
 
 def _read_memory_operand(operand: str) -> _MemoryOperand:
@@ -599,12 +609,7 @@ def _stack_key(operand: str) -> str | None:
     """``qword ptr [rbp - 0x18]`` -> ``[rbp-24]``: a stack slot, or None for other memory."""
     if "[rsp" not in operand and "[rbp" not in operand:
         return None
-    if operand in _STACK_KEYS:
-        return _STACK_KEYS[operand]
-    key = _read_stack_key(operand)
-    if len(_STACK_KEYS) < _OPERANDS_KEPT:
-        _STACK_KEYS[operand] = key
-    return key
+    return _remembered(_STACK_KEYS, operand, _read_stack_key)
 
 
 def _read_stack_key(operand: str) -> str | None:
