@@ -69,7 +69,17 @@ def test_the_registers_a_call_can_read(mangled: str, types: list[str], registers
     assert argument_registers(mangled) == registers
 
 
-@pytest.mark.parametrize("name", ["malloc", "_Z1fz", "_Z3bazv.constprop.0", "_Z1fv.isra.0"])
+@pytest.mark.parametrize("name", ["qsort_r", "_Z1fz", "_Z3bazv.constprop.0", "_Z1fv.isra.0"])
 def test_not_known_is_every_register(name: str) -> None:
-    """A C name, varargs, or a copy gcc made with parameters of its own choosing."""
+    """A C name not in the table, varargs, or a copy gcc made with parameters of its
+    own choosing."""
     assert argument_registers(name) is None
+
+
+@pytest.mark.parametrize(("name", "registers"), [
+    ("__stack_chk_fail", 0), ("free", 1), ("malloc", 1), ("memcpy", 3),
+    ("__cxa_throw", 3), ("pthread_once", 2), ("memcpy@GLIBC_2.14", 3)])
+def test_c_functions_of_one_prototype_take_their_registers(name: str, registers: int) -> None:
+    """A pointer left in ``rcx`` across the stack protector's failure call (nvJitLink's
+    ``cl::opt`` constructors) is not passed to it."""
+    assert argument_registers(name) == registers

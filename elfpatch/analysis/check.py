@@ -170,9 +170,11 @@ def facts_of(elf: ElfFile, source: ElfSource, need_effects: bool,
             reader = _reader_name(risk, names)
             if risk.kind == RiskKind.EXIT_DESTRUCTOR:
                 registered.append((risk, reader))
+            elif risk.severity != Severity.ERROR:
+                continue  # a link-order dependence, a read only assumed: not a failure
             elif risk.kind == RiskKind.DESTRUCTION_ORDER:
                 destruction_errors.append((reader, risk.object, risk.message))
-            elif risk.severity == Severity.ERROR:
+            else:
                 order_errors.append((reader, risk.object, risk.message))
         destructors = _destructor_subjects(registered)
     declared = _declarations(elf, scan) if need_sources else ()

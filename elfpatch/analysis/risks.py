@@ -243,14 +243,24 @@ def order_risks(initializers: Sequence[AnalysedInitializer],
             if symbol not in updated and symbol not in constructor.effects.changed:
                 continue  # built with zeros into .bss: a read before it reads the same
             risks.append(_order_risk(item, constructor, symbol, builder > position, objects,
-                                     registers=symbol in updated))
+                                     registers=symbol in updated,
+                                     assumed=symbol in item.effects.assumed))
     return risks
 
 
 def _order_risk(reader: AnalysedInitializer, constructor: AnalysedInitializer, symbol: str,
-                later: bool, objects: Objects, registers: bool = False) -> Risk:
+                later: bool, objects: Objects, registers: bool = False,
+                assumed: bool = False) -> Risk:
+    """``assumed``: the read is only assumed of code not followed to the end."""
     name = objects.shown(symbol)
-    if later and registers:
+    if later and assumed and not registers:
+        # Not seen: a warning, which says what to look at, not an error.
+        severity, kind = Severity.WARNING, RiskKind.INIT_ORDER
+        message = (f"{reader.unit} may read {name} before {constructor.unit} constructs it: "
+                   f"it passes {name}'s address to code of this object that was not followed "
+                   "to the end, taken to read it (static initialization order fiasco if it "
+                   "does); make it constinit/constexpr or a function-local static")
+    elif later and registers:
         severity, kind = Severity.ERROR, RiskKind.INIT_ORDER
         message = (f"{reader.unit} writes into {name} (a registration) before "
                    f"{constructor.unit} constructs it, and the constructor then discards or "
@@ -268,7 +278,8 @@ def _order_risk(reader: AnalysedInitializer, constructor: AnalysedInitializer, s
                    "(link order or init_priority)")
     else:
         severity, kind = Severity.WARNING, RiskKind.LINK_ORDER
-        message = (f"{reader.unit} reads {name}, constructed by {constructor.unit}: correct "
+        reads = "may read" if assumed else "reads"
+        message = (f"{reader.unit} {reads} {name}, constructed by {constructor.unit}: correct "
                    "only because that initializer runs first (link order or init_priority)")
     return Risk(severity, kind, reader.label, objects.label(symbol), constructor.label,
                 message, reader_part=reader.position, constructed_by_part=constructor.position,
@@ -366,17 +377,21 @@ def destruction_order_risks(initializers: Sequence[AnalysedInitializer],
             later = destroyed_at.get(symbol)
             if later is None or later <= position or symbol == registration.atexit.object:
                 continue
-            risks.append(_destruction_risk(registration, order[later], symbol, objects))
+            risks.append(_destruction_risk(registration, order[later], symbol, objects,
+                                           symbol in effects.assumed))
     return risks
 
 
 def _destruction_risk(reader: Registration, destroyer: Registration, symbol: str,
-                      objects: Objects) -> Risk:
+                      objects: Objects, assumed: bool = False) -> Risk:
+    """``assumed``: the read is only assumed of code not followed to the end (a warning)."""
     function = _registered(reader.atexit, objects)
     first = _registered(destroyer.atexit, objects)
-    return Risk(Severity.ERROR, RiskKind.DESTRUCTION_ORDER, _code_label(reader.atexit),
-                objects.label(symbol), destroyer.atexit.destructor,
-                f"at exit {function} reads {objects.shown(symbol)}, which {first} has already "
+    reads = ("may read (passes its address to code of this object that was not followed "
+             "to the end, taken to read it)") if assumed else "reads"
+    return Risk(Severity.WARNING if assumed else Severity.ERROR, RiskKind.DESTRUCTION_ORDER,
+                _code_label(reader.atexit), objects.label(symbol), destroyer.atexit.destructor,
+                f"at exit {function} {reads} {objects.shown(symbol)}, which {first} has already "
                 f"destroyed: {destroyer.item.unit} registered that destructor after "
                 f"{reader.item.unit} registered this one, and they run in reverse (static "
                 "destruction order fiasco); never destroy it (static T& t = *new T)",
@@ -462,9 +477,13 @@ def cross_object_risks(objects: Sequence[ObjectInitialisation],
                 definer, constructor = found
                 if definer is reader or definer.position < runs_at:
                     continue
+                assumed = symbol in item.effects.assumed
+                reads = ("may read (passes its address to code that was not followed to the "
+                         "end, taken to read it)") if assumed else "reads"
                 risks.setdefault(reader.label, []).append(Risk(
-                    Severity.ERROR, RiskKind.CROSS_OBJECT, item.label, symbol, constructor.label,
-                    f"{reader.label}: {item.unit} reads {demangle(symbol)}, which "
+                    Severity.WARNING if assumed else Severity.ERROR, RiskKind.CROSS_OBJECT,
+                    item.label, symbol, constructor.label,
+                    f"{reader.label}: {item.unit} {reads} {demangle(symbol)}, which "
                     f"{definer.label} constructs in an initializer that runs later; make it "
                     "constinit/constexpr or reach it through a function-local static",
                     reader_part=item.position, constructed_by_part=constructor.position))
@@ -495,10 +514,15 @@ def cross_object_destruction_risks(objects: Sequence[ObjectInitialisation],
                                   if r.atexit.object == symbol), None)
                 if destroyer is None:
                     continue
+                assert effects is not None
+                assumed = symbol in effects.assumed
+                reads = ("may read (passes its address to code that was not followed to the "
+                         "end, taken to read it)") if assumed else "reads"
                 risks.setdefault(reader.label, []).append(Risk(
-                    Severity.ERROR, RiskKind.CROSS_OBJECT_DESTRUCTION,
+                    Severity.WARNING if assumed else Severity.ERROR,
+                    RiskKind.CROSS_OBJECT_DESTRUCTION,
                     registration.atexit.destructor or "?", symbol, destroyer.atexit.destructor,
-                    f"{reader.label}: at exit {_registered(registration.atexit)} reads "
+                    f"{reader.label}: at exit {_registered(registration.atexit)} {reads} "
                     f"{demangle(symbol)}, which {definer.label} destroys first (its "
                     "initializers run later, so its destructors run earlier); never destroy "
                     "it (static T& t = *new T)",

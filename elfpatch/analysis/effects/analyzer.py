@@ -30,6 +30,7 @@ from elfpatch.analysis.effects.summary import (
     READ,
     UNKNOWN_EFFECTS,
     UNKNOWN_PASS,
+    USE_ASSUMED,
     USE_READ,
     USE_UNKNOWN,
     USE_WRITE,
@@ -45,7 +46,9 @@ from elfpatch.analysis.effects.summary import (
     StopReason,
     effects_keys,
     incomplete,
+    read_seen,
     rekeyed,
+    unfollowed_use,
     unseen_use,
 )
 from elfpatch.analysis.effects.walk import FunctionWalk, Target, decode_in_chunks, got_target
@@ -393,7 +396,7 @@ class EffectsAnalyzer:
         ``position``: ``USE_*`` bits, what code not seen may do when not known."""
         self._sweep_budget = MAX_PARAMETER_SWEEPS
         found = self._use(function, position, 0)
-        return found if found is not None else unseen_use(position)
+        return found if found is not None else unfollowed_use(position)
 
     def _use(self, function: int, position: int, depth: int) -> int | None:
         """Followed along the one parameter's path only, and no further than needed:
@@ -418,11 +421,17 @@ class EffectsAnalyzer:
                 use |= unseen_use(at)
             elif kind in (PASS, PASS_FOREIGN):
                 passes.append((callee, at))
+        # The read stays seen once code seen makes it; one assumed of a callee not
+        # followed to the end (``unfollowed_use``) is only assumed.
+        seen = bool(use & USE_READ)
         for callee, at in passes:
-            if use & USE_READ and use & (USE_WRITE | USE_UNKNOWN):
+            if seen and use & (USE_WRITE | USE_UNKNOWN):
                 break  # read, and built: the verdict cannot change
             inner = self._use(callee, at, depth + 1)
-            use |= inner if inner is not None else unseen_use(at)
+            inner = inner if inner is not None else unfollowed_use(at)
+            seen = seen or read_seen(inner)
+            use |= inner
+        use = use & ~USE_ASSUMED | (USE_ASSUMED if use & USE_READ and not seen else 0)
         self._uses[key] = use
         return use
 

@@ -52,19 +52,48 @@ _SCALARS = frozenset({
 _MEMBER_FUNCTION_POINTER = re.compile(r"\([^()]*::\*\)")
 
 
+# C functions with one fixed prototype that C++ code (and the code gcc adds to it)
+# calls most: how many integer argument registers each reads.  A C name says
+# nothing of its parameters, and a pointer left in a register across a call to
+# ``__stack_chk_fail`` or ``free`` is not passed to it.
+_C_ARGUMENT_REGISTERS = {
+    # what gcc itself emits calls to: stack protector, unwinding, exceptions, guards
+    "__stack_chk_fail": 0, "abort": 0, "exit": 1, "_exit": 1, "__assert_fail": 4,
+    "_Unwind_Resume": 1, "__cxa_pure_virtual": 0, "__cxa_deleted_virtual": 0,
+    "__cxa_allocate_exception": 1, "__cxa_free_exception": 1, "__cxa_throw": 3,
+    "__cxa_rethrow": 0, "__cxa_begin_catch": 1, "__cxa_end_catch": 0,
+    "__cxa_call_unexpected": 1, "__cxa_bad_cast": 0, "__cxa_bad_typeid": 0,
+    "__cxa_throw_bad_array_new_length": 0, "__cxa_guard_acquire": 1,
+    "__cxa_guard_release": 1, "__cxa_guard_abort": 1, "__cxa_finalize": 1,
+    "__dynamic_cast": 4, "__tls_get_addr": 1, "__errno_location": 0,
+    # memory and strings
+    "malloc": 1, "free": 1, "calloc": 2, "realloc": 2, "aligned_alloc": 2,
+    "posix_memalign": 3, "memcpy": 3, "memmove": 3, "memset": 3, "memcmp": 3,
+    "memchr": 3, "strlen": 1, "strcmp": 2, "strncmp": 3, "strchr": 2, "strrchr": 2,
+    "strstr": 2, "strdup": 1, "strcpy": 2, "strncpy": 3, "getenv": 1, "secure_getenv": 1,
+    # threads
+    "pthread_once": 2, "pthread_mutex_lock": 1, "pthread_mutex_unlock": 1,
+    "pthread_mutex_init": 2, "pthread_mutex_destroy": 1, "pthread_key_create": 2,
+    "pthread_getspecific": 1, "pthread_setspecific": 2, "sysconf": 1,
+}
+
+
 @lru_cache(maxsize=1 << 14)
 def argument_registers(symbol: str) -> int | None:
     """The most integer argument registers a call to the C++ function ``symbol`` can
     read, from the parameter types its mangled name carries: one a pointer, a
     reference or a scalar, two any other type (a small class travels in two),
     one more for ``this`` when the name has a scope, and one for the address of a
-    class returned by value.  None when not known: a C name, varargs, or a copy
-    gcc made (``.constprop``, ``.isra``: its parameters may differ).
+    class returned by value.  None when not known: another C name, varargs, or a
+    copy gcc made (``.constprop``, ``.isra``: its parameters may differ).
 
     A pointer left in a register the callee does not take (``rdx`` holding a
     global's address across ``operator new(unsigned long)``) is not passed to it.
+    The C functions of ``_C_ARGUMENT_REGISTERS`` are known by name.
     """
-    if not symbol.startswith("_Z") or "." in symbol:
+    if not symbol.startswith("_Z"):
+        return _C_ARGUMENT_REGISTERS.get(symbol.partition("@")[0])
+    if "." in symbol:
         return None
     parts = scope_parts(demangle(symbol))
     types = component_parameters(parts[-1])

@@ -58,8 +58,11 @@ FunctionKey = int | tuple[int, Constants]
 # What a function does with one of its pointer parameters (bits): reads
 # through it, writes through it, or hands it as the object to act on (its
 # first argument, or the pointer to a by-value result) to code that is not
-# followed, which may build it.
-USE_READ, USE_WRITE, USE_UNKNOWN = 1, 2, 4
+# followed, which may build it.  USE_ASSUMED qualifies USE_READ: no code seen
+# reads through the pointer; it reaches this object's code that was not
+# followed to the end (a budget, a depth, code not read whole), which is taken
+# to read it.
+USE_READ, USE_WRITE, USE_UNKNOWN, USE_ASSUMED = 1, 2, 4, 8
 # The position of the pointer to a by-value result where it has a register of
 # its own (aarch64's x8; x86-64 passes it as the first argument).
 RESULT_POSITION = -1
@@ -71,6 +74,18 @@ def unseen_use(position: int) -> int:
     if position == RESULT_POSITION:
         return USE_UNKNOWN
     return USE_READ | USE_UNKNOWN if position == 0 else USE_READ
+
+
+def unfollowed_use(position: int) -> int:
+    """``unseen_use`` of this object's own code that was not followed to the end:
+    its read is assumed, not seen (``USE_ASSUMED``)."""
+    use = unseen_use(position)
+    return use | USE_ASSUMED if use & USE_READ else use
+
+
+def read_seen(use: int) -> bool:
+    """Whether ``use`` holds a read that code seen makes."""
+    return bool(use & USE_READ) and not use & USE_ASSUMED
 
 
 class StopReason(TextEnum):
@@ -149,6 +164,9 @@ class Effects:
     # those whose bytes the code changes (a "constructor" that only stores zeros into
     # .bss leaves them as they were, and a read before it sees the same).
     changed: tuple[str, ...] = ()
+    # Reads (of ``reads``) that no code seen makes: a pointer to the global reaches
+    # this object's code that was not followed to the end, taken to read it.
+    assumed: tuple[str, ...] = ()
 
     def written_first(self, symbol: str) -> bool | None:
         """Whether the first touch of ``symbol`` writes it (None: never touched)."""
@@ -286,7 +304,9 @@ class Collector:
         """``use``: None to leave pointers passed to this object's functions pending."""
         self.summaries, self.use = summaries, use
         self.pending: list[Pending] = []
-        self.reads: dict[str, None] = {}
+        # Each global read, by first read; True while only assumed (``USE_ASSUMED``):
+        # a read seen sets None, in place.
+        self.reads: dict[str, bool | None] = {}
         self.writes: dict[str, None] = {}
         self.addresses: dict[str, None] = {}
         self.passed: dict[str, None] = {}
@@ -321,7 +341,7 @@ class Collector:
         reads, first = self.reads, self.first
         for kind, subject, callee, position in events:
             if kind == READ:  # ``read``, inlined: the commonest event by far
-                reads.setdefault(subject, None)
+                reads[subject] = None
                 first.setdefault(subject, False)
             elif kind == WRITE:
                 self.write(subject, position == ZERO_STORE)
@@ -365,7 +385,10 @@ class Collector:
     def pass_on(self, symbol: str, use: int, foreign: bool) -> None:
         """A pointer passed to a function of this object that uses it so; another
         object's global is not built by this one's code."""
-        self.pass_to(symbol, (use & USE_UNKNOWN) | (USE_READ if use else 0) if foreign else use)
+        if foreign and use:  # its read is seen when a read or a write of it is
+            seen = read_seen(use) or use & USE_WRITE
+            use = (use & USE_UNKNOWN) | USE_READ | (0 if seen else USE_ASSUMED)
+        self.pass_to(symbol, use)
 
     def pass_to(self, symbol: str, use: int) -> None:
         if use & (USE_WRITE | USE_UNKNOWN) and self.guarded:
@@ -375,7 +398,7 @@ class Collector:
             # before anything it reads of it.
             self.first.setdefault(symbol, True)
         if use & USE_READ:
-            self.read(symbol)
+            self.read(symbol, bool(use & USE_ASSUMED))
         if use & USE_WRITE:
             self.write(symbol)
         if use & USE_UNKNOWN:
@@ -383,8 +406,11 @@ class Collector:
         if not use:
             self.addresses.setdefault(symbol, None)
 
-    def read(self, symbol: str) -> None:
-        self.reads.setdefault(symbol, None)
+    def read(self, symbol: str, assumed: bool = False) -> None:
+        if assumed:
+            self.reads.setdefault(symbol, True)
+        else:
+            self.reads[symbol] = None
         self.first.setdefault(symbol, False)
 
     def write(self, symbol: str, zero: bool = False) -> None:
@@ -418,7 +444,10 @@ class Collector:
                        tuple(self.hooks), tuple(self.pending), tuple(self.lazy),
                        tuple(group for group in groups if group), tuple(self.keyed),
                        tuple(self.updates), tuple(self.stamped), (decided, undecided),
-                       tuple(self.changed))
+                       tuple(self.changed), self.assumed_reads())
+
+    def assumed_reads(self) -> tuple[str, ...]:
+        return tuple(symbol for symbol, assumed in self.reads.items() if assumed)
 
 
 def _bare_keys(events: Iterable[Event]) -> tuple[str, ...]:
@@ -444,6 +473,7 @@ def settle(effects: Effects, use: PendingUse) -> Effects:
         return effects
     collector = Collector({}, None)
     collector.reads = dict.fromkeys(effects.reads)
+    collector.reads.update(dict.fromkeys(effects.assumed, True))
     collector.writes = dict.fromkeys(effects.writes)
     collector.addresses = dict.fromkeys(effects.addresses)
     collector.passed = dict.fromkeys(effects.passed)
@@ -461,7 +491,7 @@ def settle(effects: Effects, use: PendingUse) -> Effects:
         addresses=tuple(a for a in collector.addresses if a not in touched),
         passed=tuple(collector.passed), first_access=tuple(collector.first.items()),
         pending=(), lazy=tuple(collector.lazy), updates=tuple(collector.updates),
-        changed=tuple(collector.changed))
+        changed=tuple(collector.changed), assumed=collector.assumed_reads())
 
 
 # -- objects known by address -----------------------------------------------------------
@@ -625,6 +655,9 @@ def rekeyed(effects: Effects, keys: dict[str, str]) -> Effects:
         first.setdefault(keys.get(key, key), written)
     reads, writes = each(effects.reads), each(effects.writes)
     touched = set(reads) | set(writes)
+    # Two keys of one object: its read is assumed only if each key's read was.
+    assumed = set(effects.assumed)
+    seen = {keys.get(key, key) for key in effects.reads if key not in assumed}
     return dataclasses.replace(
         effects, reads=reads, writes=writes,
         addresses=tuple(a for a in each(effects.addresses) if a not in touched),
@@ -633,4 +666,5 @@ def rekeyed(effects: Effects, keys: dict[str, str]) -> Effects:
                      if r.object else r for r in effects.atexit),
         pending=tuple((keys.get(p[0], p[0]), *p[1:]) for p in effects.pending),
         lazy=each(effects.lazy), updates=each(effects.updates),
-        stamped=each(effects.stamped), changed=each(effects.changed), groups=())
+        stamped=each(effects.stamped), changed=each(effects.changed), groups=(),
+        assumed=tuple(key for key in each(effects.assumed) if key not in seen))

@@ -1,0 +1,62 @@
+"""A read no code seen makes (``fixtures/deep_pointer``): a warning that says so.
+
+``holder.cpp`` and ``reader.cpp`` each hand ``&app_config`` eight calls down,
+past how far ``inits`` follows a pointer into the code it is passed to; at
+the bottom ``holder.cpp``'s chain only keeps the address and ``reader.cpp``'s
+reads the object.  What happens there is not seen, so neither read may be
+an error (one of them would be false): each is an ``init-order`` warning
+worded "may read", and ``check`` does not fail on it.  The oracle is what
+each build prints: ``early_size=0`` where the read came first.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from support.inits import (
+    MACHINES,
+    inits_of,
+    printed,
+    risk_identities,
+    risks,
+    scenario,
+    strip_unneeded,
+)
+
+ORDER_KINDS = ("init-order", "link-order-dependence")
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_the_programs_show_one_real_read(machine: str) -> None:
+    built = scenario("deep_pointer", machine)
+    first, last = printed(built, "deep_first"), printed(built, "deep_last")
+    assert (first["kept"], first["name"], first["early_size"]) == ("1", "application", "0")
+    assert (last["kept"], last["name"], last["early_size"]) == ("1", "application", "11")
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_a_read_not_seen_is_a_warning_that_says_so(machine: str) -> None:
+    built = scenario("deep_pointer", machine)
+    found = risks(inits_of(built.path("deep_first")), *ORDER_KINDS)
+    assert sorted((r["severity"], r["kind"], r["message"].split(".cpp")[0]) for r in found) == [
+        ("warning", "init-order", "holder"), ("warning", "init-order", "reader")], found
+    assert all(" may read app_config before config.cpp constructs it" in r["message"]
+               and "not followed to the end" in r["message"] for r in found), found
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_constructed_first_it_is_a_link_order_dependence(machine: str) -> None:
+    found = risks(inits_of(scenario("deep_pointer", machine).path("deep_last")), *ORDER_KINDS)
+    assert sorted((r["severity"], r["kind"], r["message"].split(" may read ")[0])
+                  for r in found) == [("warning", "link-order-dependence", "holder.cpp"),
+                                      ("warning", "link-order-dependence", "reader.cpp")], found
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_stripped_the_same(machine: str, tmp_path: Path) -> None:
+    library = scenario("deep_pointer", machine).path("libdeep_first.so")
+    plain = inits_of(library)
+    assert [r["severity"] for r in risks(plain, *ORDER_KINDS)] == ["warning", "warning"]
+    assert risk_identities(inits_of(strip_unneeded(machine, library, tmp_path))) == \
+        risk_identities(plain)
