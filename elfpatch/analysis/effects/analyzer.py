@@ -32,6 +32,7 @@ from elfpatch.analysis.effects.summary import (
     UNKNOWN_PASS,
     USE_ASSUMED,
     USE_READ,
+    USE_READ_FIRST,
     USE_UNKNOWN,
     USE_WRITE,
     WRITE,
@@ -408,11 +409,12 @@ class EffectsAnalyzer:
         if events is None:
             return None
         self._uses[key] = None
+        mine: list[tuple[int, int, int]] = [(kind, callee, at)
+                                            for kind, subject, callee, at in events
+                                            if subject == position]
         use = 0
         passes = []
-        for kind, subject, callee, at in events:
-            if subject != position:
-                continue
+        for kind, callee, at in mine:
             if kind == READ:
                 use |= USE_READ
             elif kind == WRITE:
@@ -427,13 +429,32 @@ class EffectsAnalyzer:
         for callee, at in passes:
             if seen and use & (USE_WRITE | USE_UNKNOWN):
                 break  # read, and built: the verdict cannot change
-            inner = self._use(callee, at, depth + 1)
-            inner = inner if inner is not None else unfollowed_use(at)
+            inner = self._inner_use(callee, at, depth)
             seen = seen or read_seen(inner)
-            use |= inner
+            use |= inner & ~USE_READ_FIRST
         use = use & ~USE_ASSUMED | (USE_ASSUMED if use & USE_READ and not seen else 0)
+        if use & USE_READ:
+            use |= self._first_access(mine, depth)
         self._uses[key] = use
         return use
+
+    def _inner_use(self, callee: int, position: int, depth: int) -> int:
+        inner = self._use(callee, position, depth + 1)
+        return inner if inner is not None else unfollowed_use(position)
+
+    def _first_access(self, mine: list[tuple[int, int, int]], depth: int) -> int:
+        """USE_READ_FIRST when the first access through the parameter reads it (a pass
+        to a function that does nothing with it is no access)."""
+        for kind, callee, at in mine:
+            if kind == READ:
+                return USE_READ_FIRST
+            if kind in (WRITE, UNKNOWN_PASS):
+                return 0
+            if kind in (PASS, PASS_FOREIGN):
+                inner = self._inner_use(callee, at, depth)
+                if inner & (USE_READ | USE_WRITE | USE_UNKNOWN):
+                    return inner & USE_READ_FIRST
+        return 0
 
     def _parameter_events(self, function: int) -> list[Event] | None:
         """The events of a sweep that starts with the argument registers holding the

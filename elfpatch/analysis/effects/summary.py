@@ -61,8 +61,10 @@ FunctionKey = int | tuple[int, Constants]
 # followed, which may build it.  USE_ASSUMED qualifies USE_READ: no code seen
 # reads through the pointer; it reaches this object's code that was not
 # followed to the end (a budget, a depth, code not read whole), which is taken
-# to read it.
-USE_READ, USE_WRITE, USE_UNKNOWN, USE_ASSUMED = 1, 2, 4, 8
+# to read it.  USE_READ_FIRST says the first access through the pointer reads
+# it: what a lock, an insertion or a counter's bump does to an object already
+# there, where a constructor's first access writes.
+USE_READ, USE_WRITE, USE_UNKNOWN, USE_ASSUMED, USE_READ_FIRST = 1, 2, 4, 8, 16
 # The position of the pointer to a by-value result where it has a register of
 # its own (aarch64's x8; x86-64 passes it as the first argument).
 RESULT_POSITION = -1
@@ -73,7 +75,7 @@ def unseen_use(position: int) -> int:
     read it, and, as the object it acts on, build it."""
     if position == RESULT_POSITION:
         return USE_UNKNOWN
-    return USE_READ | USE_UNKNOWN if position == 0 else USE_READ
+    return USE_READ | USE_UNKNOWN if position == 0 else USE_READ | USE_READ_FIRST
 
 
 def unfollowed_use(position: int) -> int:
@@ -391,6 +393,8 @@ class Collector:
         self.pass_to(symbol, use)
 
     def pass_to(self, symbol: str, use: int) -> None:
+        if use & USE_READ_FIRST:  # it updates the object: not a construction
+            self.first.setdefault(symbol, False)
         if use & (USE_WRITE | USE_UNKNOWN) and self.guarded:
             self.lazy.setdefault(symbol, None)
         if use & (USE_WRITE | USE_UNKNOWN):
