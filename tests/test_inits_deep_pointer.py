@@ -11,9 +11,11 @@ each build prints: ``early_size=0`` where the read came first.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
+from conftest import run_elfpatch
 from support.inits import (
     MACHINES,
     inits_of,
@@ -60,3 +62,13 @@ def test_stripped_the_same(machine: str, tmp_path: Path) -> None:
     assert [r["severity"] for r in risks(plain, *ORDER_KINDS)] == ["warning", "warning"]
     assert risk_identities(inits_of(strip_unneeded(machine, library, tmp_path))) == \
         risk_identities(plain)
+
+
+def test_check_charges_no_init_order(tmp_path: Path) -> None:
+    """``check`` fails on init-order errors only: a read not seen is none."""
+    library = scenario("deep_pointer").path("libdeep_first.so")
+    (tmp_path / "pyproject.toml").write_text('[tool.elfpatch]\ninit-order = "error"\ndestruction-order = "error"\n')
+    result = run_elfpatch("check", "--format", "json", str(library), cwd=tmp_path)
+    report = json.loads(result.stdout)
+    assert result.returncode == 0 and report["passed"], report
+    assert [f["rule"] for f in report["files"][0]["findings"]] == ["exit-time-destructor"]
