@@ -67,7 +67,8 @@ def test_stripped_the_same(machine: str, tmp_path: Path) -> None:
 def test_check_charges_no_init_order(tmp_path: Path) -> None:
     """``check`` fails on init-order errors only: a read not seen is none."""
     library = scenario("deep_pointer").path("libdeep_first.so")
-    (tmp_path / "pyproject.toml").write_text('[tool.elfpatch]\ninit-order = "error"\ndestruction-order = "error"\n')
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.elfpatch]\ninit-order = "error"\ndestruction-order = "error"\n')
     result = run_elfpatch("check", "--format", "json", str(library), cwd=tmp_path)
     report = json.loads(result.stdout)
     assert result.returncode == 0 and report["passed"], report

@@ -790,14 +790,24 @@ class FunctionWalk:
         if self.sized and self.index.knows_functions and self.index.function_at(target) \
                 is None and self.index.plt_entry(target) is None:
             # Into this function's split-off part (.cold): error paths, not followed.
-            tails = self.analyzer.failing_tails
-            fails = tails.get(target)
-            if fails is None:
-                fails = tails[target] = self.fails_at(target)
-            if not fails:
+            if not self.tail_fails(target):
                 self.summary.may_return = True
             return False
+        if self.index.plt_entry(target) is None and self.tail_fails(target):
+            # Into a split-off part that has a symbol or an unwind entry of its own
+            # (``f.cold``): an error path, which returns nothing to this one's caller
+            # and, like a call that never returns, contributes nothing.
+            self.state = {}
+            return False
         return self.tail_call(address_value(target))
+
+    def tail_fails(self, target: int) -> bool:
+        """``fails_at``, asked once per target."""
+        tails = self.analyzer.failing_tails
+        fails = tails.get(target)
+        if fails is None:
+            fails = tails[target] = self.fails_at(target)
+        return fails
 
     def fails_at(self, address: int) -> bool:
         """Whether the code at ``address`` runs straight (jumps followed) into a call that
