@@ -114,6 +114,9 @@ class Row:
     functions: dict[int, tuple[str | None, int] | None] = field(default_factory=dict)
     tables: dict[int, str] = field(default_factory=dict)  # jump table entries, hex
     effect: tuple[str, ...] = ()
+    # Other code the walker reads, by address, hex: a split-off part (f.cold) whose
+    # straight run it checks for a call that never returns.
+    tails: dict[int, str] = field(default_factory=dict)
 
 
 # -- reading a row back ---------------------------------------------------------------
@@ -172,6 +175,8 @@ class ReplayIndex:
 
     def code_at(self, address: int, limit: int) -> memoryview | None:
         offset = address - self.row.start
+        if address in self.row.tails:
+            return memoryview(bytes.fromhex(self.row.tails[address]))[:limit]
         if not 0 <= offset < len(self.code):
             raise Unrecorded(f"{self.row.name}: the walker read code at {address:#x}")
         return memoryview(self.code)[offset : offset + limit]
@@ -569,13 +574,21 @@ CORPUS: tuple[Row, ...] = (
             0x1030: ('__cxa_guard_acquire', None, False, 2, False, None),
             0x1060: ('_Z7computev', None, False, 0, False, None),
             0x1040: ('__cxa_guard_release', None, False, 2, False, None),
+            0x1090: None,
+            0x1050: ('__cxa_guard_abort', None, False, 2, False, None),
+            0x1070: ('_Unwind_Resume', None, False, 2, False, None),
         },
         functions={
             0x1030: None,
             0x1060: None,
             0x1040: None,
             0x1090: ('_GLOBAL__sub_I_guard.cpp.cold', 16),
+            0x1050: None,
+            0x1070: None,
         },
+        # _GLOBAL__sub_I_guard.cpp.cold: mov rdi, rbx; call __cxa_guard_abort;
+        # mov rdi, rbp; call _Unwind_Resume.
+        tails={0x1090: '4889dfe8b8ffffff4889efe8d0ffffff'},
         effect=(
             'address _ZGVZ8instancevE5value',
             'read _ZGVZ8instancevE5value',
@@ -589,8 +602,6 @@ CORPUS: tuple[Row, ...] = (
             'write _ZZ8instancevE5value',
             'guard given back',
             'pass _ZGVZ8instancevE5value to code not followed as 0',
-            'follow 0x1090',
-            'calls _GLOBAL__sub_I_guard.cpp.cold',
             'calls external __cxa_guard_acquire',
             'calls external _Z7computev',
             'calls external __cxa_guard_release',
@@ -1282,6 +1293,7 @@ class RecordingIndex:
         self.got: dict[int, tuple | None] = {}
         self.plt: dict[int, tuple | None] = {}
         self.functions: dict[int, tuple[str | None, int] | None] = {}
+        self.tails: dict[int, str] = {}
 
     def prepare(self) -> None:
         self.index.prepare()
@@ -1310,7 +1322,20 @@ class RecordingIndex:
         return found
 
     def code_at(self, address: int, limit: int) -> memoryview | None:
-        return self.index.code_at(address, limit)
+        found = self.index.code_at(address, limit)
+        if found is not None and not self.start <= address < self.start + self.size:
+            self.tails[address] = bytes(found).hex()
+        return found
+
+    # What the rows do not pin, answered as the replay answers (``ReplayIndex``).
+    def constant_key(self, address: int) -> str | None:
+        return None
+
+    def read_only_data(self, address: int) -> bool:
+        return False
+
+    def zero_initialized(self, address: int) -> bool:
+        return False
 
 
 class RecordingElf:
@@ -1359,7 +1384,7 @@ def record(machine: str, snippet: str) -> Row:
         summary = replaying.summary(start)
         return Row(f"{machine}-{snippet}", machine, start, code.hex(),
                    decode_lines(machine, start, code), index.data, index.got, index.plt,
-                   index.functions, recording.tables, rendered(summary))
+                   index.functions, recording.tables, rendered(summary), index.tails)
 
 
 def source_of(row: Row) -> str:
@@ -1371,9 +1396,10 @@ def source_of(row: Row) -> str:
     answers = "".join(f"\n        {name}={_mapping(getattr(row, name))},"
                       for name in ("data", "got", "plt", "functions", "tables")
                       if getattr(row, name))
+    tails = f",\n        tails={_mapping(row.tails)}" if row.tails else ""
     return (f"    Row({row.name!r}, {row.machine!r}, {row.start:#x},\n        (\n{code}\n"
             f"        ),\n        ({decode}\n        ),{answers}\n"
-            f"        effect=({effect}\n        )),\n")
+            f"        effect=({effect}\n        ){tails}),\n")
 
 
 def _mapping(mapping: dict[int, Any]) -> str:

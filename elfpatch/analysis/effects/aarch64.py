@@ -34,6 +34,11 @@ _A64_CONDITIONAL = frozenset({"cbz", "cbnz", "tbz", "tbnz"} | {
     f"b.{cc}" for cc in ("eq", "ne", "hs", "cs", "lo", "cc", "mi", "pl", "vs", "vc", "hi", "ls",
                          "ge", "lt", "gt", "le", "al", "nv")})
 _A64_STOPS = frozenset({"ret", "retaa", "retab", "brk", "udf", "hlt"})
+# What a function's early return does on its way out: restore registers, set the result.
+_A64_SHORT_EXIT = frozenset({"ldp", "ldr", "mov", "movz", "add", "sub", "nop", "autiasp",
+                             "hint"})
+_A64_FRAME = re.compile(r"\[(sp|x29)\b")
+_SHORT_EXIT = 12  # instructions
 _A64_NO_DESTINATION = frozenset({"cmp", "cmn", "tst", "ccmp", "ccmn", "fcmp", "fcmpe",
                                  "fccmp", "msr", "nop", "hint", "bti", "dmb", "dsb", "isb",
                                  "paciasp", "autiasp", "pacibsp", "autibsp", "prfm", "sys",
@@ -92,6 +97,35 @@ class Arm64Walk(FunctionWalk):
         if mnemonic in _A64_CONDITIONAL or mnemonic == "b":
             return immediate(operands.rpartition("#")[2])
         return None
+
+    def flag_set_path(self, first: int) -> int | None:
+        """``ldrb w1, [x0, #48]`` then ``cbnz w1, …`` (``cbz``, ``tbnz w1, #0``,
+        ``tbz``): the way taken when the flag is set."""
+        found = self.instructions_at(first, 2)
+        if len(found) != 2 or not found[0][2].startswith("ldr"):
+            return None
+        register = found[0][3].partition(", ")[0]
+        at, size, branch, operands = found[1]
+        tested, _, rest = operands.partition(", ")
+        if tested != register:
+            return None
+        if branch in ("tbz", "tbnz"):
+            bit, _, rest = rest.partition(", ")
+            if bit != "#0":
+                return None
+        target = immediate(rest.lstrip("#"))
+        if target is None or branch not in ("cbz", "cbnz", "tbz", "tbnz"):
+            return None
+        return target if branch in ("cbnz", "tbnz") else at + size
+
+    def returns_at_once(self, address: int) -> bool:
+        for _at, _size, mnemonic, operands in self.instructions_at(address, _SHORT_EXIT):
+            if mnemonic in ("ret", "retaa", "retab"):
+                return True
+            if mnemonic not in _A64_SHORT_EXIT or ("[" in operands
+                                                   and not _A64_FRAME.search(operands)):
+                return False
+        return False
 
     @staticmethod
     def stack_writes(mnemonic: str, operands: str) -> tuple[str, ...] | None:
@@ -292,8 +326,10 @@ class Arm64Walk(FunctionWalk):
                 and self.load_from(registers[0], base.address + offset):
             return
         stores = mnemonic.startswith("st")
+        stored = self.state.get(registers[0] or "") if stores and len(registers) == 1 else None
         self.access(base, offset or 0, read=loads, write=stores or read_write,
-                    zero=stores and not read_write and _stores_zero(operands))
+                    zero=stores and not read_write and _stores_zero(operands),
+                    one=not read_write and stored is not None and stored.constant == 1)
         if mnemonic in ("str", "stur") and registers and operands.startswith("x"):
             self.stamp(base, offset or 0, self.state.get(registers[0] or ""))
         if mnemonic in ("str", "stur", "stp") and operands.startswith("x"):

@@ -420,7 +420,7 @@ class EffectsAnalyzer:
             elif kind == WRITE:
                 use |= USE_WRITE
             elif kind == UNKNOWN_PASS:
-                use |= unseen_use(at)
+                use |= unseen_use(at) if callee is None else callee
             elif kind in (PASS, PASS_FOREIGN):
                 passes.append((callee, at))
         # The read stays seen once code seen makes it; one assumed of a callee not
@@ -448,8 +448,10 @@ class EffectsAnalyzer:
         for kind, callee, at in mine:
             if kind == READ:
                 return USE_READ_FIRST
-            if kind in (WRITE, UNKNOWN_PASS):
+            if kind == WRITE or (kind == UNKNOWN_PASS and callee is None):
                 return 0
+            if kind == UNKNOWN_PASS and callee & (USE_READ | USE_WRITE):
+                return callee & USE_READ_FIRST
             if kind in (PASS, PASS_FOREIGN):
                 inner = self._inner_use(callee, at, depth)
                 if inner & (USE_READ | USE_WRITE | USE_UNKNOWN):

@@ -78,6 +78,35 @@ _C_ARGUMENT_REGISTERS = {
 }
 
 
+# What C functions of one prototype do with the pointers they are passed, by
+# position (``summary.USE_*`` bits): a lock reads its word, then writes it (an
+# update of an object already there, never its construction); a string function
+# reads; memcpy writes its destination.  Another function of another library may
+# read the pointer and, as the object it acts on, build it (``unseen_use``).
+_READS, _WRITES, _UPDATES = 1 | 16, 2, 1 | 2 | 16
+_C_POINTER_USES: dict[str, tuple[int, ...]] = {
+    **dict.fromkeys(("pthread_mutex_lock", "pthread_mutex_unlock", "pthread_mutex_trylock",
+                     "pthread_rwlock_rdlock", "pthread_rwlock_wrlock",
+                     "pthread_rwlock_unlock", "pthread_spin_lock", "pthread_spin_unlock",
+                     "pthread_cond_signal", "pthread_cond_broadcast"), (_UPDATES,)),
+    "pthread_cond_wait": (_UPDATES, _UPDATES), "pthread_once": (_UPDATES, 0),
+    "pthread_mutex_init": (_WRITES, _READS), "pthread_key_create": (_WRITES, 0),
+    **dict.fromkeys(("strlen", "strdup", "getenv", "secure_getenv"), (_READS,)),
+    **dict.fromkeys(("strcmp", "strstr"), (_READS, _READS)),
+    "strncmp": (_READS, _READS, 0), "memcmp": (_READS, _READS, 0),
+    "strchr": (_READS, 0), "strrchr": (_READS, 0), "memchr": (_READS, 0, 0),
+    "memcpy": (_WRITES, _READS, 0), "memmove": (_WRITES, _READS, 0),
+    "memset": (_WRITES, 0, 0),
+}
+
+
+def c_pointer_use(symbol: str | None, position: int) -> int | None:
+    """What the C function ``symbol`` does with the pointer passed at ``position``
+    (``summary.USE_*`` bits), or None when not known."""
+    uses = _C_POINTER_USES.get(symbol.partition("@")[0]) if symbol else None
+    return uses[position] if uses is not None and 0 <= position < len(uses) else None
+
+
 @lru_cache(maxsize=1 << 14)
 def argument_registers(symbol: str) -> int | None:
     """The most integer argument registers a call to the C++ function ``symbol`` can

@@ -40,10 +40,12 @@ from elfpatch.base.text_enum import TextEnum
 # STAMP: a store of an address of read-only data (a vtable, a string literal) into a
 # global: what constructors do, and counters, flags and list heads never get.
 # WRITE's position is ZERO_STORE for a store of zero into zero-initialized memory
-# (.bss): it leaves the bytes as the loader made them.
+# (.bss): it leaves the bytes as the loader made them; ONE_STORE for a store of
+# the number 1 (a flag set); ONE_BYTE for the construction of an object of one
+# byte (``std::ios_base::Init``, what ``<iostream>`` puts in every TU).
 READ, WRITE, ADDRESS, PASS, PASS_FOREIGN, UNKNOWN_PASS, CALL, ATEXIT, HOOK, GUARD, KEYED, \
     STAMP = range(12)
-ZERO_STORE = 1  # WRITE's position
+ZERO_STORE, ONE_STORE, ONE_BYTE = 1, 2, 3  # WRITE's position
 # The subject (str, int, bool, AtExit or KeyedCall) and the callee (int or None) are
 # typed by the kind: a tagged union a type checker cannot narrow on an int, hence Any
 # for those two.
@@ -360,7 +362,7 @@ class Collector:
                 else:
                     self.pass_on(subject, self.use(callee, position), kind == PASS_FOREIGN)
             elif kind == UNKNOWN_PASS:
-                self.pass_to(subject, unseen_use(position))
+                self.pass_to(subject, unseen_use(position) if callee is None else callee)
             elif kind == ATEXIT:
                 self.atexit.setdefault((subject.object, subject.destructor
                                         if subject.destructor_address is None
@@ -456,7 +458,8 @@ class Collector:
 
 def _bare_keys(events: Iterable[Event]) -> tuple[str, ...]:
     """The bare addresses one function's events name (none in a file with .symtab),
-    and, marked ``STORED`` (``!0x…``), those of them it stores to."""
+    and, marked ``STORED`` (``!0x…``), those of them it stores to, and ``SINGLE``
+    (``=0x…``) those it builds as objects of one byte."""
     found: dict[str, None] = {}
     stored: dict[str, None] = {}
     for event in events:
@@ -467,6 +470,8 @@ def _bare_keys(events: Iterable[Event]) -> tuple[str, ...]:
             found[subject] = None
             if kind == WRITE:
                 stored[STORED + subject[1:]] = None
+                if event[3] == ONE_BYTE:
+                    stored[SINGLE + subject[1:]] = None
     return (*found, *stored)
 
 
@@ -533,9 +538,11 @@ def object_keys(groups: Iterable[Iterable[str]], written: Iterable[str] = (),
     """
     marked: list[list[str]] = []
     stored: list[frozenset[int]] = []  # per group: the addresses it stores to
+    singles: set[int] = set()  # objects of one byte: nothing past their start is theirs
     for keys in groups:
         marked.append([key for key in keys if key[:1] in _MARKS])
         stored.append(frozenset(int(key[1:], 16) for key in keys if key[:1] == STORED))
+        singles.update(int(key[1:], 16) for key in keys if key[:1] == SINGLE)
     found = dict.fromkeys(key for keys in marked for key in keys)
     found.update(dict.fromkeys(key for key in alone if key[:1] in _MARKS))
     addresses = {key: int(key[1:], 16) for key in found}
@@ -543,11 +550,13 @@ def object_keys(groups: Iterable[Iterable[str]], written: Iterable[str] = (),
     pieces = [frozenset(map(addresses.__getitem__, keys)) for keys in marked]
     anchors = sorted({address for key, address in addresses.items() if key[0] == ANCHOR})
     anchors = _object_starts(anchors, marked, pieces, addresses,
-                             {int(key[1:], 16) for key in destroyed if key[:1] in _MARKS})
+                             {int(key[1:], 16) for key in destroyed if key[:1] in _MARKS},
+                             singles)
     starts = _nearest_starts(anchors, addresses)
     # Only an address just past a start needs the groups that hold it.
     near = [(key, address, start) for (key, address), start
-            in zip(addresses.items(), starts, strict=True) if start != address]
+            in zip(addresses.items(), starts, strict=True)
+            if start != address and start not in singles]
     wanted = {address for _key, address, _start in near}
     by_address = _groups_holding(wanted, pieces)
     stored_by = _groups_storing(wanted, pieces, stored)
@@ -598,12 +607,14 @@ def _groups_storing(wanted: set[int], pieces: list[frozenset[int]],
 
 
 def _object_starts(anchors: list[int], marked: list[list[str]], pieces: list[frozenset[int]],
-                   addresses: dict[str, int], destroyed: set[int]) -> list[int]:
+                   addresses: dict[str, int], destroyed: set[int],
+                   singles: set[int]) -> list[int]:
     """The anchors that start objects.  One within ``MEMBER_REACH`` past another is that
     object's member taken as a pointer (a map's header handed to the insertion)
     when some function accesses it as a member, without taking it as a pointer,
     together with the object below; unless its own destructor is registered
-    (``destroyed``: two strings side by side stay two).  Code that takes both as
+    (``destroyed``: two strings side by side stay two), or the one below is an
+    object of one byte (``singles``).  Code that takes both as
     pointers (a -flto initializer building neighbouring globals) is no evidence.
     ``marked``: each group's keys of bare addresses, ``pieces`` their addresses;
     ``addresses``: each key's address (``object_keys``)."""
@@ -620,6 +631,7 @@ def _object_starts(anchors: list[int], marked: list[list[str]], pieces: list[fro
     starts: list[int] = []
     for address in anchors:
         if starts and address - starts[-1] < MEMBER_REACH and address not in destroyed \
+                and starts[-1] not in singles \
                 and any(starts[-1] in touched for touched in members.get(address, ())):
             continue
         starts.append(address)
@@ -629,7 +641,7 @@ def _object_starts(anchors: list[int], marked: list[list[str]], pieces: list[fro
 # Keys of addresses in a file without symbols, before they are placed in objects:
 # an address accessed, and one the code takes as a pointer.  In a function's group
 # only: an address it stores to (``_bare_keys``).
-BARE, ANCHOR, STORED = "@", "^", "!"
+BARE, ANCHOR, STORED, SINGLE = "@", "^", "!", "="
 _MARKS = (BARE, ANCHOR)
 _UNMARKED = itemgetter(slice(1, None))  # "@0x10" -> "0x10"
 

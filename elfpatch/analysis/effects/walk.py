@@ -32,6 +32,7 @@ from elfpatch.analysis.effects.names import (
     HOOK_FUNCTIONS,
     IOS_INIT_CONSTRUCTORS,
     argument_registers,
+    c_pointer_use,
     is_constructor,
     never_returns,
 )
@@ -46,6 +47,8 @@ from elfpatch.analysis.effects.summary import (
     HOOK,
     KEYED,
     MEMBER_REACH,
+    ONE_BYTE,
+    ONE_STORE,
     PASS,
     PASS_FOREIGN,
     READ,
@@ -207,6 +210,7 @@ class FunctionWalk:
         # reported holds on the first iteration; forward branches merge.
         reached, falls, pending, sized = self.start, True, self.pending, self.sized
         padding = False
+        events, first = self.events, -1  # where the instruction of the first event is
         handlers, other, paths = self.HANDLERS, self.other, self.paths
         decoded: Iterable[tuple[int, int, str, str]] = self.decode()
         if sized:  # kept, for what the code after a place writes (``orphan_state``)
@@ -231,13 +235,65 @@ class FunctionWalk:
                 falls = other(address, size, mnemonic, operands)
             if paths is not None:
                 paths.falls(address + size if falls else None)
+            if first < 0 and events:
+                first = address
             reached = address + size
             if not sized and not falls and not any(t > address for t in pending):
                 break
         else:
             if sized and reached < self.end:  # undecodable bytes
                 self.summary.stop(StopReason.UNKNOWN_INSTRUCTION)
+        if events:
+            self.guard_by_flag(first)
         return self.summary
+
+    def guard_by_flag(self, first: int) -> None:
+        """A hand-made once-only guard: the function first tests a global flag, returns
+        at once when it is set, and sets it to 1 itself (``if (done) return; …;
+        done = true;``).  All it does then happens on its first call only, like a
+        function-local static's construction between ``__cxa_guard_acquire`` and
+        release: it is marked as guarded by the flag, and what it builds is built
+        on first use by whichever caller comes first.  ``first``: where the
+        instruction that reads the flag is."""
+        events = self.events
+        # The flag's read, after the address of the object it may be a member of
+        # (a file without symbols): both at the one instruction.
+        read = next((n for n, event in enumerate(events) if event[0] != ADDRESS), None)
+        if read is None or events[read][0] != READ or type(events[read][1]) is not str:
+            return
+        flag = events[read][1]
+        touches = [event for event in events[read + 1:] if event[1] == flag]
+        if not touches or any(kind != WRITE or position != ONE_STORE
+                              for kind, _flag, _callee, position in touches):
+            return
+        set_path = self.flag_set_path(first)
+        if set_path is None or not self.returns_at_once(set_path):
+            return
+        events.insert(read + 1, (GUARD, True, flag, 0))
+        events.append((GUARD, False, flag, 0))
+
+    def flag_set_path(self, first: int) -> int | None:
+        """Where the code goes when the flag the instruction at ``first`` reads is set,
+        when the next instructions test it against zero and branch; None for anything
+        else (an instruction set that does not say)."""
+        return None
+
+    def returns_at_once(self, address: int) -> bool:
+        """Whether the code at ``address`` returns within a few instructions, touching
+        nothing but registers and the stack on the way."""
+        return False
+
+    def instructions_at(self, address: int, count: int) -> list[tuple[int, int, str, str]]:
+        """The first ``count`` instructions at ``address`` (fewer where the code ends)."""
+        code = self.index.code_at(address, _STRAIGHT_LINE_BYTES)
+        if code is None:
+            return []
+        found = []
+        for instruction in decode_in_chunks(self.analyzer.disassembler, bytes(code), address):
+            found.append(instruction)
+            if len(found) == count:
+                break
+        return found
 
     def decode(self) -> Iterator[tuple[int, int, str, str]]:
         """The instructions, decoded at once when the size is known, else in chunks."""
@@ -543,8 +599,9 @@ class FunctionWalk:
             self.events.append((STAMP, found[0], None, 0))
 
     def access(self, value: Value, offset: int, read: bool, write: bool,
-               zero: bool = False) -> None:
-        """A load or store at ``value + offset``; ``zero``: a store of zero."""
+               zero: bool = False, one: bool = False) -> None:
+        """A load or store at ``value + offset``; ``zero``: a store of zero, ``one``:
+        of the number 1."""
         if value.parameter is not None:
             subject: str | int = value.parameter
             defined = True
@@ -563,7 +620,8 @@ class FunctionWalk:
             self.events.append((READ, subject, None, 0))
         if write and defined:
             self.events.append((WRITE, subject, None,
-                                ZERO_STORE if zero and self.zero_filled(value, offset) else 0))
+                                ZERO_STORE if zero and self.zero_filled(value, offset)
+                                else ONE_STORE if one else 0))
 
     def zero_filled(self, value: Value, offset: int) -> bool:
         """Whether ``value + offset`` is known to lie in memory the loader zeroes (.bss),
@@ -691,9 +749,12 @@ class FunctionWalk:
                 subject, defined = found
             if constructor and position == 0:
                 if defined:
-                    self.events.append((WRITE, subject, None, 0))
+                    self.events.append((WRITE, subject, None, ONE_BYTE
+                                        if callee.name in IOS_INIT_CONSTRUCTORS else 0))
             elif callee.follow is None:
-                self.events.append((UNKNOWN_PASS, subject, None, position))
+                # The callee slot: what the function is known to do with it, if it is.
+                self.events.append((UNKNOWN_PASS, subject, c_pointer_use(callee.name, position),
+                                    position))
             else:
                 self.events.append((PASS if defined else PASS_FOREIGN, subject, callee.follow,
                                     position))

@@ -75,6 +75,12 @@ _X86_CONDITIONAL = frozenset({"jo", "jno", "jb", "jae", "je", "jne", "jbe", "ja"
                               "jp", "jnp", "jl", "jge", "jle", "jg", "jcxz", "jecxz", "jrcxz",
                               "loop", "loope", "loopne"})
 _X86_STOPS = frozenset({"ret", "retf", "bnd ret", "ud2", "hlt", "int3"})
+# What a function's early return does on its way out: restore registers, set the result.
+_X86_SHORT_EXIT = frozenset({"pop", "add", "sub", "lea", "mov", "xor", "leave", "nop",
+                             "endbr64", "movzx", "movsx"})
+_SHORT_EXIT = 12  # instructions
+_X86_LOW_BYTE = {"eax": "al", "ebx": "bl", "ecx": "cl", "edx": "dl", "esi": "sil",
+                 "edi": "dil", **{f"r{n}d": f"r{n}b" for n in range(8, 16)}}
 _X86_NO_DESTINATION = frozenset({"cmp", "test", "push", "bt", "comiss", "comisd", "ucomiss",
                                  "ucomisd", "ptest", "nop", "endbr64", "prefetcht0",
                                  "prefetcht1", "prefetcht2", "prefetchnta", "prefetchw"})
@@ -112,6 +118,16 @@ _X86_STRING_OPERATIONS = frozenset(f"{name}{width}" for name in ("movs", "stos",
 _X86_STRING_OPERAND = re.compile(r"\[[re][sd]i\]")
 
 
+def _on_frame_only(operands: str) -> bool:
+    """Whether the memory the operands name, if any, is the stack frame or the thread's
+    stack protector value."""
+    return "[" not in operands or (bool(_FRAME_OPERAND.search(operands)) \
+        and operands.count("[") == 1)
+
+
+_FRAME_OPERAND = re.compile(r"(\[r[sb]p\b|fs:\[0x28\])")
+
+
 class X86Walk(FunctionWalk):
     ARGUMENTS = ("rdi", "rsi", "rdx", "rcx", "r8", "r9")
     argument_set = frozenset(ARGUMENTS)
@@ -129,6 +145,44 @@ class X86Walk(FunctionWalk):
         if mnemonic in _X86_CONDITIONAL or mnemonic in _X86_JUMPS:
             return immediate(operands)
         return None
+
+    def flag_set_path(self, first: int) -> int | None:
+        """``cmp byte ptr [flag], 0`` or ``movzx eax, byte ptr [flag]`` and ``test al,
+        al``, then ``je``/``jne``: the way taken when the flag is set."""
+        read, *following = self.instructions_at(first, 3) or [(0, 0, "", "")]
+        if not following:
+            return None
+        mnemonic, operands = read[2:]
+        if mnemonic == "cmp" and operands.endswith(", 0"):
+            branch = following[0]
+        elif mnemonic in ("movzx", "mov") and len(following) == 2 \
+                and following[0][2] == "test":
+            register = operands.partition(", ")[0]
+            low = _X86_LOW_BYTE.get(register, register)
+            if following[0][3] not in (f"{register}, {register}", f"{low}, {low}"):
+                return None
+            branch = following[1]
+        else:
+            return None
+        at, size, jump, target_text = branch
+        target = immediate(target_text)
+        if target is None or jump not in ("je", "jne"):
+            return None
+        return at + size if jump == "je" else target
+
+    def returns_at_once(self, address: int) -> bool:
+        """The stack protector's check on the way (a frame slot against ``fs:[0x28]``,
+        a branch into ``__stack_chk_fail``) is no effect."""
+        for _at, _size, mnemonic, operands in self.instructions_at(address, _SHORT_EXIT):
+            if mnemonic in ("ret", "bnd ret"):
+                return True
+            if mnemonic in _X86_CONDITIONAL:
+                target = immediate(operands)
+                if target is None or not self.tail_fails(target):
+                    return False
+            elif mnemonic not in _X86_SHORT_EXIT or not _on_frame_only(operands):
+                return False
+        return False
 
     @staticmethod
     def stack_writes(mnemonic: str, operands: str) -> tuple[str, ...] | None:
@@ -427,8 +481,10 @@ class X86Walk(FunctionWalk):
                 return True
             located = self.memory(destination, following)
             if located is not None:
+                stored = self.state.get(_X86_FAMILY.get(source, ""))
                 self.access(located[0], located[1], read=False, write=True,
-                            zero=source == "0")
+                            zero=source == "0", one=source == "1" or (
+                                stored is not None and stored.constant == 1))
                 if source in _X86_QWORD:
                     stored = self.state.get(_X86_FAMILY[source])
                     self.stamp(located[0], located[1], stored)

@@ -1,0 +1,44 @@
+"""A table built behind a hand-made once-only flag (``fixtures/once_flag``).
+
+``ensure_table()`` returns at once when ``table_ready`` is set, else fills
+the table in and sets the flag; two initializers reach it, one after a look
+at the table.  The oracle is what each build prints: the same in every
+order.  ``inits`` must charge neither TU, stripped or not.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from support.inits import (
+    MACHINES,
+    inits_of,
+    printed,
+    risk_identities,
+    risks,
+    scenario,
+    strip_unneeded,
+)
+
+ORDER_KINDS = ("init-order", "link-order-dependence")
+PROGRAMS = ["beta_first", "alpha_first", "beta_first_lto"]
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+@pytest.mark.parametrize("program", PROGRAMS)
+def test_no_order_is_charged(machine: str, program: str, tmp_path: Path) -> None:
+    built = scenario("once_flag", machine)
+    assert printed(built, program) == {"count": "2", "first": "-1", "sum": "30"}
+    path = built.path(program)
+    assert risks(inits_of(path), *ORDER_KINDS) == []
+    assert risks(inits_of(strip_unneeded(machine, path, tmp_path)), *ORDER_KINDS) == []
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_the_stripped_library_the_same(machine: str, tmp_path: Path) -> None:
+    library = scenario("once_flag", machine).path("libbeta_first.so")
+    plain = inits_of(library)
+    assert risks(plain, *ORDER_KINDS) == []
+    assert risk_identities(inits_of(strip_unneeded(machine, library, tmp_path))) == \
+        risk_identities(plain)
