@@ -113,6 +113,16 @@ def strip_unneeded(machine: str, path: Path, folder: Path) -> Path:
     return copy
 
 
+def same_when_stripped(machine: str, path: Path, folder: Path) -> dict:
+    """``path``'s ``inits --json`` record, once its ``strip --strip-unneeded`` copy (in
+    ``folder``) is checked to give the same findings, by address."""
+    plain = inits_of(path)
+    stripped = inits_of(strip_unneeded(machine, path, folder))
+    assert risk_identities(stripped) == risk_identities(plain), (plain["risks"],
+                                                                 stripped["risks"])
+    return plain
+
+
 ASAN = ("-fsanitize=address", "-g")
 ASAN_DEFAULT = "check_initialization_order=1:detect_leaks=0"
 ASAN_STRICT = "check_initialization_order=1:strict_init_order=1:detect_leaks=0"
