@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from elfpatch.analysis.effects.summary import USE_READ, USE_READ_FIRST, USE_WRITE
 from elfpatch.cxx.demangle import demangle
 from elfpatch.cxx.names import component_parameters, function_path, scope_parts
 
@@ -83,7 +84,8 @@ _C_ARGUMENT_REGISTERS = {
 # update of an object already there, never its construction); a string function
 # reads; memcpy writes its destination.  Another function of another library may
 # read the pointer and, as the object it acts on, build it (``unseen_use``).
-_READS, _WRITES, _UPDATES = 1 | 16, 2, 1 | 2 | 16
+_READS, _WRITES = USE_READ | USE_READ_FIRST, USE_WRITE
+_UPDATES = _READS | _WRITES
 _C_POINTER_USES: dict[str, tuple[int, ...]] = {
     **dict.fromkeys(("pthread_mutex_lock", "pthread_mutex_unlock", "pthread_mutex_trylock",
                      "pthread_rwlock_rdlock", "pthread_rwlock_wrlock",
