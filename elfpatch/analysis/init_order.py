@@ -42,6 +42,7 @@ from elfpatch.analysis.risks import (
 )
 from elfpatch.base.alongside import Alongside, in_turn
 from elfpatch.base.text_enum import TextEnum
+from elfpatch.cxx.demangle import demangle
 from elfpatch.elf import constants as C
 from elfpatch.elf.file import ElfFile
 from elfpatch.elf.symbols import read_dynsym, read_symtab
@@ -151,7 +152,7 @@ def analyse_object_fully(elf: ElfFile, path: str, member: str | None = None,
     analysed, named = _analysed(elf, entries, found, analyzer.index.data_label)
     exit_code = _exit_code(analyzer, analysed, alongside)
     hooks = _hook_code(elf, analyzer, analysed)
-    analysed, exit_code, hooks = _placed(analysed, exit_code, hooks)
+    analysed, exit_code, hooks, keys = _placed(analysed, exit_code, hooks)
     labels = _AddressLabels(analyzer.index.data_label)
     objects = _objects(labels, analysed, exit_code, hooks)
     analysed, exit_code, hooks = _settled(analyzer, analysed, exit_code, hooks,
@@ -160,8 +161,9 @@ def analyse_object_fully(elf: ElfFile, path: str, member: str | None = None,
     objects = _objects(labels, analysed, exit_code, hooks)
     read = read_at_exit(analysed, exit_code, hooks)
     initializers = tuple(named.get(e, e) for e in listing.initializers)
-    risks = order_risks(analysed, objects) \
-        + destruction_order_risks(analysed, exit_code, objects) \
+    calls = _Calls(analyzer, keys)
+    risks = order_risks(analysed, objects, calls) \
+        + destruction_order_risks(analysed, exit_code, objects, calls) \
         + destructor_risks(analysed, read, objects)
     report = ObjectReport(path, member, listing.machine, listing.elf_type, soname,
                           initializers, listing.finalizers, tuple(risks),
@@ -198,10 +200,12 @@ def _initializer_effects(analyzer: EffectsAnalyzer, entry: InitializerEntry,
 
 def _placed(analysed: list[AnalysedInitializer], exit_code: dict[int, Effects],
             hooks: list[Effects],
-            ) -> tuple[list[AnalysedInitializer], dict[int, Effects], list[Effects]]:
+            ) -> tuple[list[AnalysedInitializer], dict[int, Effects], list[Effects],
+                       dict[str, str]]:
     """In a file without symbols, the bare addresses the code touches placed in the
     objects that the addresses it takes as pointers start (``summary.object_keys``),
-    from every piece of code at once, so that each object has one key everywhere."""
+    from every piece of code at once, so that each object has one key everywhere;
+    and where each bare address went."""
     every = (*(item.effects for item in analysed), *exit_code.values(), *hooks)
     # Each key alone too: code not in a function's summary (a merged initializer's own
     # stretch) still has its addresses placed.  A function's group comes once however
@@ -215,11 +219,42 @@ def _placed(analysed: list[AnalysedInitializer], exit_code: dict[int, Effects],
     destroyed = {r.object for effects in every for r in effects.atexit if r.object}
     keys = object_keys(groups, written, destroyed, alone)
     if not keys:
-        return analysed, exit_code, hooks
+        return analysed, exit_code, hooks, keys
     return ([dataclasses.replace(item, effects=rekeyed(item.effects, keys))
              for item in analysed],
             {address: rekeyed(effects, keys) for address, effects in exit_code.items()},
-            [rekeyed(effects, keys) for effects in hooks])
+            [rekeyed(effects, keys) for effects in hooks], keys)
+
+
+class _Calls:
+    """The calls by which code reaches a global a risk names (``Risk.via``): from the
+    initializer (or destructor) down to the function whose own code touches it,
+    worked out only for the globals risks name."""
+
+    def __init__(self, analyzer: EffectsAnalyzer, keys: dict[str, str]) -> None:
+        self.analyzer, self.keys = analyzer, keys
+        self._bare: dict[str, set[str]] | None = None
+
+    def __call__(self, root: int | None, symbol: str) -> tuple[str, ...] | None:
+        if root is None:
+            return None
+        path = self.analyzer.path_to(root, {symbol, *self.bare_keys().get(symbol, ())})
+        if path is None or len(path) < 2:
+            return None  # not found, or in the code that starts there
+        return tuple(self.label(key[0] if isinstance(key, tuple) else key)
+                     for key in path[1:])
+
+    def bare_keys(self) -> dict[str, set[str]]:
+        """Each object of a file without symbols -> the bare addresses placed in it."""
+        if self._bare is None:
+            self._bare = {}
+            for bare, placed in self.keys.items():
+                self._bare.setdefault(placed, set()).add(bare)
+        return self._bare
+
+    def label(self, function: int) -> str:
+        found = self.analyzer.index.function_at(function)
+        return demangle(found[0]) if found and found[0] else f"{function:#x}"
 
 
 def _objects(labels: Mapping[str, str], analysed: list[AnalysedInitializer],

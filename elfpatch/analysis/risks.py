@@ -31,7 +31,7 @@ handler or a thread), where destroying it is what can go wrong.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from elfpatch.analysis.effects import AtExit, Effects
@@ -88,6 +88,18 @@ class Risk:
     # ``type:<_ZTI…>``), and the object that registers it when it is another one.
     key: str | None = None
     registered_in: str | None = None
+    # The functions by which the reading code reaches the object, from the first
+    # it calls down to the one whose own code touches it (None: its own code does).
+    via: tuple[str, ...] | None = None
+
+
+# The calls from where code starts (an address) down to the function that touches a
+# global (its key), shown by name, or None (``init_order._Calls``).
+Via = Callable[[int | None, str], tuple[str, ...] | None]
+
+
+def _no_via(_root: int | None, _symbol: str) -> tuple[str, ...] | None:
+    return None
 
 
 @dataclass(frozen=True)
@@ -218,8 +230,9 @@ def lazy_objects(effects: Iterable[Effects]) -> frozenset[str]:
 
 
 def order_risks(initializers: Sequence[AnalysedInitializer],
-                objects: Objects = NAMES) -> list[Risk]:
-    """Reads of globals another TU's initializer of the same object constructs."""
+                objects: Objects = NAMES, via: Via = _no_via) -> list[Risk]:
+    """Reads of globals another TU's initializer of the same object constructs
+    (``via``: how the reader's code reaches each)."""
     built = constructors_of(initializers)
     risks = []
     for position, item in enumerate(initializers):
@@ -244,13 +257,14 @@ def order_risks(initializers: Sequence[AnalysedInitializer],
                 continue  # built with zeros into .bss: a read before it reads the same
             risks.append(_order_risk(item, constructor, symbol, builder > position, objects,
                                      registers=symbol in updated,
-                                     assumed=symbol in item.effects.assumed))
+                                     assumed=symbol in item.effects.assumed,
+                                     via=via(item.address, symbol)))
     return risks
 
 
 def _order_risk(reader: AnalysedInitializer, constructor: AnalysedInitializer, symbol: str,
                 later: bool, objects: Objects, registers: bool = False,
-                assumed: bool = False) -> Risk:
+                assumed: bool = False, via: tuple[str, ...] | None = None) -> Risk:
     """``assumed``: the read is only assumed of code not followed to the end."""
     name = objects.shown(symbol)
     if later and assumed and not registers:
@@ -284,7 +298,7 @@ def _order_risk(reader: AnalysedInitializer, constructor: AnalysedInitializer, s
     return Risk(severity, kind, reader.label, objects.label(symbol), constructor.label,
                 message, reader_part=reader.position, constructed_by_part=constructor.position,
                 object_address=objects.address(symbol), reader_address=reader.address,
-                constructed_by_address=constructor.address)
+                constructed_by_address=constructor.address, via=via)
 
 
 def _inline_risk(item: AnalysedInitializer, symbol: str, objects: Objects) -> Risk:
@@ -363,7 +377,7 @@ def _destructor_name(atexit: AtExit) -> str:
 
 def destruction_order_risks(initializers: Sequence[AnalysedInitializer],
                             exit_code: Mapping[int, Effects],
-                            objects: Objects = NAMES) -> list[Risk]:
+                            objects: Objects = NAMES, via: Via = _no_via) -> list[Risk]:
     """Destructors that read a global whose destructor, registered later, ran first."""
     order = registrations(initializers)
     destroyed_at = {r.atexit.object: k for k, r in enumerate(order) if r.atexit.object}
@@ -378,12 +392,13 @@ def destruction_order_risks(initializers: Sequence[AnalysedInitializer],
             if later is None or later <= position or symbol == registration.atexit.object:
                 continue
             risks.append(_destruction_risk(registration, order[later], symbol, objects,
-                                           symbol in effects.assumed))
+                                           symbol in effects.assumed, via(code, symbol)))
     return risks
 
 
 def _destruction_risk(reader: Registration, destroyer: Registration, symbol: str,
-                      objects: Objects, assumed: bool = False) -> Risk:
+                      objects: Objects, assumed: bool = False,
+                      via: tuple[str, ...] | None = None) -> Risk:
     """``assumed``: the read is only assumed of code not followed to the end (a warning)."""
     function = _registered(reader.atexit, objects)
     first = _registered(destroyer.atexit, objects)
@@ -398,7 +413,7 @@ def _destruction_risk(reader: Registration, destroyer: Registration, symbol: str
                 reader_part=reader.item.position, constructed_by_part=destroyer.item.position,
                 object_address=objects.address(symbol),
                 reader_address=reader.atexit.destructor_address,
-                constructed_by_address=destroyer.atexit.destructor_address)
+                constructed_by_address=destroyer.atexit.destructor_address, via=via)
 
 
 def _code_label(atexit: AtExit) -> str:

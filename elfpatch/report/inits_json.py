@@ -13,7 +13,7 @@ from elfpatch.report.scan_json import SCHEMA_VERSION, error_record
 # Risk fields that only some risks have: left out when they do not apply.
 _OPTIONAL_RISK_FIELDS = ("reader_part", "constructed_by_part", "read_at_exit",
                          "object_address", "reader_address", "constructed_by_address",
-                         "key", "registered_in")
+                         "key", "registered_in", "via")
 
 
 def _entry(entry: InitializerEntry) -> dict[str, Any]:

@@ -128,7 +128,10 @@ def _render_risks(risks: tuple[Risk, ...], style: Styler, verbose: bool) -> list
 
 def _risk_line(risk: Risk, style: Styler) -> str:
     role = "bad" if risk.severity is Severity.ERROR else "warn"
-    return "    " + style(f"{risk.severity}: {risk.kind}", role) + f": {risk.message}"
+    line = "    " + style(f"{risk.severity}: {risk.kind}", role) + f": {risk.message}"
+    if risk.via:
+        line += "\n" + style("      via " + " → ".join(risk.via), "dim")
+    return line
 
 
 def _unit_of(risk: Risk) -> str:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import importlib
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -184,6 +184,32 @@ class EffectsAnalyzer:
         collector = Collector(reached, self.parameter_use if settle else None)
         collector.function(address)
         return collector.effects(not stopped, stopped)
+
+    def path_to(self, root: int, subjects: Collection[str], *, max_depth: int = 4,
+                max_functions: int = 64) -> list[FunctionKey] | None:
+        """The calls from the function at ``root`` down to the first function (breadth
+        first, within the budget ``effects`` follows) whose own code touches one of
+        ``subjects`` (reads, writes or passes it on), both ends included; None when
+        no function followed does.  Asked only for the few globals a risk names."""
+        if self._walk is None:
+            return None
+        parents: dict[FunctionKey, FunctionKey | None] = {root: None}
+        frontier: list[FunctionKey] = [root]
+        for _depth in range(max_depth + 1):
+            following: list[FunctionKey] = []
+            for key in frontier:
+                events = self.summary(key).events
+                if any(event[0] in _TOUCHES and event[1] in subjects for event in events):
+                    return _path(parents, key)
+                for event in events:
+                    if event[0] != CALL:
+                        continue
+                    callee = event[1] if event[2] is None else (event[1], event[2])
+                    if callee not in parents and len(parents) < max_functions:
+                        parents[callee] = key
+                        following.append(callee)
+            frontier = following
+        return None
 
     def labelled(self, effects: Effects) -> Effects:
         """``effects`` with the globals known by address shown by their labels (their
@@ -622,6 +648,20 @@ class EffectsAnalyzer:
         if size > MAX_FUNCTION_BYTES:
             summary.stop(StopReason.SIZE_CAP)
         return summary
+
+
+# What a function's own code does to a global that ``path_to`` looks for.
+_TOUCHES = frozenset({READ, WRITE, PASS, PASS_FOREIGN, UNKNOWN_PASS})
+
+
+def _path(parents: dict[FunctionKey, FunctionKey | None],
+          last: FunctionKey) -> list[FunctionKey]:
+    path: list[FunctionKey] = []
+    key: FunctionKey | None = last
+    while key is not None:
+        path.append(key)
+        key = parents[key]
+    return path[::-1]
 
 
 # Fewer new functions than this at one call depth are swept here: a second
