@@ -258,14 +258,17 @@ def order_risks(initializers: Sequence[AnalysedInitializer],
             risks.append(_order_risk(item, constructor, symbol, builder > position, objects,
                                      registers=symbol in updated,
                                      assumed=symbol in item.effects.assumed,
-                                     via=via(item.address, symbol)))
+                                     via=via(item.address, symbol),
+                                     zeroes=symbol not in constructor.effects.changed))
     return risks
 
 
 def _order_risk(reader: AnalysedInitializer, constructor: AnalysedInitializer, symbol: str,
                 later: bool, objects: Objects, registers: bool = False,
-                assumed: bool = False, via: tuple[str, ...] | None = None) -> Risk:
-    """``assumed``: the read is only assumed of code not followed to the end."""
+                assumed: bool = False, via: tuple[str, ...] | None = None,
+                zeroes: bool = False) -> Risk:
+    """``assumed``: the read is only assumed of code not followed to the end;
+    ``zeroes``: the constructor only stores zeros into memory already zero."""
     name = objects.shown(symbol)
     if later and assumed and not registers:
         # Not seen: a warning, which says what to look at, not an error.
@@ -276,10 +279,16 @@ def _order_risk(reader: AnalysedInitializer, constructor: AnalysedInitializer, s
                    "does); make it constinit/constexpr or a function-local static")
     elif later and registers:
         severity, kind = Severity.ERROR, RiskKind.INIT_ORDER
+        if zeroes:
+            then = ("only stores zeros, over what was written: harmless only where that "
+                    "was zero again, as a lock released is (static initialization order "
+                    "fiasco); make it constinit: its constructor stores nothing but zeros")
+        else:
+            then = ("discards or corrupts what was written (static initialization order "
+                    "fiasco); make it a function-local static that registrations reach "
+                    "through a function")
         message = (f"{reader.unit} writes into {name} (a registration) before "
-                   f"{constructor.unit} constructs it, and the constructor then discards or "
-                   "corrupts what was written (static initialization order fiasco); make "
-                   "it a function-local static that registrations reach through a function")
+                   f"{constructor.unit} constructs it, and the constructor then {then}")
     elif later:
         severity, kind = Severity.ERROR, RiskKind.INIT_ORDER
         message = (f"{reader.unit} reads {name} before {constructor.unit} constructs it "

@@ -98,6 +98,13 @@ class Arm64Walk(FunctionWalk):
             return immediate(operands.rpartition("#")[2])
         return None
 
+    def built_later(self, following: int) -> int | None:
+        found = self.instructions_at(following, 1)
+        if not found or found[0][2] != "cbnz" or not found[0][3].startswith("w0, "):
+            return None
+        target = immediate(found[0][3][4:].lstrip("#"))
+        return target if target is not None and following < target < self.end else None
+
     def flag_set_path(self, first: int) -> int | None:
         """``ldrb w1, [x0, #48]`` then ``cbnz w1, …`` (``cbz``, ``tbnz w1, #0``,
         ``tbz``): the way taken when the flag is set."""
@@ -218,7 +225,7 @@ class Arm64Walk(FunctionWalk):
     # -- control flow -----------------------------------------------------------
     def on_bl(self, following: int, operands: str) -> bool:
         target = immediate(operands.lstrip("#"))
-        self.call(Value(address=target) if target is not None else None)
+        self.call(Value(address=target) if target is not None else None, following)
         return True
 
     def on_blr(self, following: int, operands: str) -> bool:

@@ -177,6 +177,9 @@ class FunctionWalk:
         self.state: State = {register: Value(parameter=position) for position, register
                              in self.parameter_registers()} if parameters else {}
         self.pending: dict[int, State] = {}  # forward branch target -> state on arrival
+        # Where the code that builds a function-local static starts, when it is laid
+        # out further down (``built_later``) -> the guard taken there.
+        self.guarded_from: dict[int, GuardKey] = {}
         self.stack_slots = False  # whether any stack slot holds a known value
         self.unreached = False  # no forward path reaches the code swept now
         # A walk that knows constant arguments decides the branches they select
@@ -211,6 +214,7 @@ class FunctionWalk:
         reached, falls, pending, sized = self.start, True, self.pending, self.sized
         padding = False
         events, first = self.events, -1  # where the instruction of the first event is
+        guarded_from = self.guarded_from
         handlers, other, paths = self.HANDLERS, self.other, self.paths
         decoded: Iterable[tuple[int, int, str, str]] = self.decode()
         if sized:  # kept, for what the code after a place writes (``orphan_state``)
@@ -225,6 +229,8 @@ class FunctionWalk:
             if not falls or address in pending:
                 self.position = position  # only entering code looks at what came before
                 self.enter(address, falls and not padding)
+            if guarded_from and address in guarded_from:
+                events.append((GUARD, True, guarded_from.pop(address), 0))
             # Alignment padding after a jump: dead, it must not weaken what the
             # code it falls into is entered with.
             padding = (not falls or padding) and _is_padding(mnemonic, operands)
@@ -271,6 +277,15 @@ class FunctionWalk:
             return
         events.insert(read + 1, (GUARD, True, flag, 0))
         events.append((GUARD, False, flag, 0))
+
+    def built_later(self, following: int) -> int | None:
+        """Where the code that builds a function-local static starts, when
+        ``__cxa_guard_acquire``'s caller branches there, further down, on a nonzero
+        result (``test eax, eax; jne build``), and falls through into what runs once
+        the static is built: gcc lays the construction out after the rest, and what
+        the rest does is not guarded.  None when the construction follows the call
+        (or an instruction set that does not say)."""
+        return None
 
     def flag_set_path(self, first: int) -> int | None:
         """Where the code goes when the flag the instruction at ``first`` reads is set,
@@ -648,7 +663,8 @@ class FunctionWalk:
                 self.events.append((ADDRESS, key, None, 0))
 
     # -- calls ----------------------------------------------------------------
-    def call(self, target: Value | None) -> None:
+    def call(self, target: Value | None, following: int | None = None) -> None:
+        """A call; ``following``: where the code goes on after it."""
         state = self.state
         resolved = self.resolve(target) if target is not None else None
         arguments = list(map(state.get, self.ARGUMENTS[:self.arguments_taken(resolved)])) \
@@ -683,8 +699,13 @@ class FunctionWalk:
             self.summary.ios_init = True
         if name in GUARD_FUNCTIONS:
             guard = arguments[0] if arguments else None
-            self.events.append((GUARD, GUARD_FUNCTIONS[name],
-                                guard_key(guard) if guard is not None else None, 0))
+            key = guard_key(guard) if guard is not None else None
+            taken = GUARD_FUNCTIONS[name]
+            later = self.built_later(following) if taken and following is not None else None
+            if later is not None:
+                self.guarded_from[later] = key
+            else:
+                self.events.append((GUARD, taken, key, 0))
         if passed:
             self.keyed_call(resolved, arguments)
         if passed or result is not None:

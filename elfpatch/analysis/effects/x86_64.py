@@ -146,6 +146,13 @@ class X86Walk(FunctionWalk):
             return immediate(operands)
         return None
 
+    def built_later(self, following: int) -> int | None:
+        found = self.instructions_at(following, 2)
+        if len(found) != 2 or found[0][2:] != ("test", "eax, eax") or found[1][2] != "jne":
+            return None
+        target = immediate(found[1][3])
+        return target if target is not None and following < target < self.end else None
+
     def flag_set_path(self, first: int) -> int | None:
         """``cmp byte ptr [flag], 0`` or ``movzx eax, byte ptr [flag]`` and ``test al,
         al``, then ``je``/``jne``: the way taken when the flag is set."""
@@ -302,7 +309,7 @@ class X86Walk(FunctionWalk):
 
     # -- control flow -----------------------------------------------------------
     def on_call(self, following: int, operands: str) -> bool:
-        self.call(self.operand_target(operands, following))
+        self.call(self.operand_target(operands, following), following)
         return True
 
     def on_jmp(self, following: int, operands: str) -> bool:
