@@ -371,6 +371,41 @@ CORPUS: tuple[Row, ...] = (
             'write g',
             'read h',
         )),
+    Row('x86_64-hand-tail', 'x86_64', 0x1000,
+        (
+            '53488b05f83f00004885c0741b4839f874184889c3488b004885c0740b4839f875f0488b07488903'
+            '5bc3488d1dcf3f0000ebef'
+        ),
+        (
+            'push rbx',
+            'mov rax, qword ptr [rip + 0x3ff8] ; sets rax',
+            'test rax, rax',
+            'je 0x1028',
+            'cmp rax, rdi',
+            'je 0x102a',
+            'mov rbx, rax ; sets rbx',
+            'mov rax, qword ptr [rax] ; sets rax',
+            'test rax, rax',
+            'je 0x1028',
+            'cmp rax, rdi',
+            'jne 0x1012',
+            'mov rax, qword ptr [rdi] ; sets rax',
+            'mov qword ptr [rbx], rax',
+            'pop rbx ; sets rbx',
+            'ret',
+            'lea rbx, [rip + 0x3fcf] ; sets rbx',
+            'jmp 0x1022 ; jump 0x1022',
+        ),
+        data={
+            0x5000: 'g',
+        },
+        got={
+            0x5000: None,
+        },
+        effect=(
+            'read g',
+            'write g',
+        )),
     Row('aarch64-hand', 'aarch64', 0x1000,
         (
             '20000090004000911f0000b9e1008052010400b922000090431040b9240002108548613846d03bd5'
@@ -602,6 +637,13 @@ CORPUS: tuple[Row, ...] = (
             'write _ZZ8instancevE5value',
             'guard given back',
             'pass _ZGVZ8instancevE5value to code not followed as 0',
+            'address _ZZ8instancevE5value',
+            'read _ZZ8instancevE5value',
+            'address first',
+            'write first',
+            'read _ZZ8instancevE5value',
+            'address first',
+            'write first',
             'calls external __cxa_guard_acquire',
             'calls external _Z7computev',
             'calls external __cxa_guard_release',
@@ -781,6 +823,8 @@ CORPUS: tuple[Row, ...] = (
         effect=(
             'address selector',
             'read selector',
+            'address picked',
+            'write picked',
             'address picked',
             'write picked',
             'calls external _Z2f6v',
@@ -993,6 +1037,13 @@ CORPUS: tuple[Row, ...] = (
             'address _ZGVZ8instancevE5value',
             'guard given back',
             'pass _ZGVZ8instancevE5value to code not followed as 0',
+            'address _ZZ8instancevE5value',
+            'address first',
+            'read _ZZ8instancevE5value',
+            'write first',
+            'address first',
+            'read _ZZ8instancevE5value',
+            'write first',
             'calls external __cxa_guard_acquire',
             'calls external _Z7computev',
             'calls external __cxa_guard_release',
@@ -1190,6 +1241,8 @@ CORPUS: tuple[Row, ...] = (
         effect=(
             'address selector',
             'read selector',
+            'address picked',
+            'write picked',
             'address picked',
             'write picked',
             'calls external _Z2f3v',
@@ -1425,6 +1478,10 @@ HAND = {
                                     "f2ff25e54f0000"),
     # Vector moves: capstone 5 marks the stores (movups, vmovdqu) as reads of memory.
     "x86_64-hand-vector": ("x86_64", "488d35f93f0000660fefc00f1106c5fe7f06f30f7e0dee3f0000c3"),
+    # Unlinking a node from a list: when it is the first, a block laid out at the end
+    # loads the head's address and jumps back into the shared tail, which stores there.
+    "x86_64-hand-tail": ("x86_64", "53488b05f83f00004885c0741b4839f874184889c3488b004885c074"
+                                   "0b4839f875f0488b074889035bc3488d1dcf3f0000ebef"),
     "aarch64-hand": ("aarch64", "20000090004000911f0000b9e1008052010400b922000090431040b9"
                                 "240002108548613846d03bd5fd7bbea9e00b00f9e00b40f9fd7bc2a8"
                                 "300000b0110240f920023fd6300000b0110640f920021fd6"),

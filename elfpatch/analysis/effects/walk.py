@@ -249,9 +249,53 @@ class FunctionWalk:
         else:
             if sized and reached < self.end:  # undecodable bytes
                 self.summary.stop(StopReason.UNKNOWN_INSTRUCTION)
+        if sized and paths is None and pending:
+            self.tails_again()
         if events:
             self.guard_by_flag(first)
         return self.summary
+
+    def tails_again(self) -> None:
+        """Code further down that jumps back into a tail already swept (a block laid
+        out of line that rejoins the function's last stretch before it returns):
+        the tail swept again with what the jump knows, for the stores it makes on
+        that path (``*head = next`` when the node removed is the list's first, the
+        head's address known only there).  Only tails that run straight to a
+        return, with forward branches alone; a loop's branch back is no such jump."""
+        where = {instruction[0]: n for n, instruction in enumerate(self.instructions)}
+        back = sorted((target, state) for target, state in self.pending.items()
+                      if target in where)[:_TAILS_AGAIN]
+        for target, state in back:
+            start = where[target]
+            if not self.runs_to_return(start):
+                continue
+            self.state, self.pending, self.unreached = dict(state), {}, False
+            self.flags, self.guarded_from = None, {}
+            falls = True
+            for position in range(start, min(start + _TAIL_LENGTH, len(self.instructions))):
+                address, size, mnemonic, operands = self.instructions[position]
+                if not falls or address in self.pending:
+                    self.position = position
+                    self.enter(address, falls)
+                handler = self.HANDLERS.get(mnemonic)
+                falls = handler(self, address + size, operands) if handler is not None \
+                    else self.other(address, size, mnemonic, operands)
+                if not falls and not any(t > address for t in self.pending):
+                    break
+
+    def runs_to_return(self, start: int) -> bool:
+        """Whether the code from the instruction at index ``start`` reaches a return
+        within ``_TAIL_LENGTH`` instructions, branching only forward."""
+        ahead = start
+        for at, _size, mnemonic, operands in self.instructions[start:start + _TAIL_LENGTH]:
+            target = self.branch_target(mnemonic, operands)
+            if target is not None and target <= at:
+                return False
+            if target is not None and self.start <= target < self.end:
+                ahead = max(ahead, target)
+            if mnemonic in self.STOPS:
+                return at >= ahead
+        return False
 
     def guard_by_flag(self, first: int) -> None:
         """A hand-made once-only guard: the function first tests a global flag, returns
@@ -924,6 +968,9 @@ class FunctionWalk:
                 return False  # the code read ends
 
 
+# Tails swept again per function (``tails_again``), and how long each may be.
+_TAILS_AGAIN = 4
+_TAIL_LENGTH = 32
 # How far ``fails_at`` reads: an error path's tail is short (thread_exit reads as far).
 _STRAIGHT_LINE = 64
 _STRAIGHT_LINE_BYTES = 1024
