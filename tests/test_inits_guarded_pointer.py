@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from support.inits import (
     ASAN_DEFAULT,
+    MACHINES,
     asan_build,
     asan_reader,
     inits_of,
@@ -34,13 +35,14 @@ def test_asan_agrees(program: str, reader: str | None) -> None:
     assert asan_reader(asan_build("guarded_pointer") / program, ASAN_DEFAULT) == reader
 
 
+@pytest.mark.parametrize("machine", MACHINES)
 @pytest.mark.parametrize(("program", "severity", "kind"), [
     ("early_first", "error", "init-order"),
     ("lock_first", "warning", "link-order-dependence")])
-def test_the_lock_is_charged_stripped_or_not(program: str, severity: str, kind: str,
-                                            tmp_path: Path) -> None:
-    path = scenario("guarded_pointer").path(program)
-    (found,) = risks(same_when_stripped("x86_64", path, tmp_path), *ORDER_KINDS)
+def test_the_lock_is_charged_stripped_or_not(machine: str, program: str, severity: str,
+                                            kind: str, tmp_path: Path) -> None:
+    path = scenario("guarded_pointer", machine).path(program)
+    (found,) = risks(same_when_stripped(machine, path, tmp_path), *ORDER_KINDS)
     assert (found["severity"], found["kind"]) == (severity, kind)
     assert "early.cpp writes into global_lock" in inits_of(path)["risks"][0]["message"]
     assert found["via"] == ["on_shutdown()", "Mutex::lock()"]
