@@ -397,7 +397,7 @@ class Collector:
     def pass_to(self, symbol: str, use: int) -> None:
         if use & USE_READ_FIRST:  # it updates the object: not a construction
             self.first.setdefault(symbol, False)
-        if use & (USE_WRITE | USE_UNKNOWN) and self.guarded:
+        if use & (USE_WRITE | USE_UNKNOWN) and self.guarded and self.first.get(symbol, True):
             self.lazy.setdefault(symbol, None)
         if use & (USE_WRITE | USE_UNKNOWN):
             # A call that builds or may build the object: taken to build it
@@ -420,9 +420,13 @@ class Collector:
         self.first.setdefault(symbol, False)
 
     def write(self, symbol: str, zero: bool = False) -> None:
+        """A store; one under a guard builds a static on first use, unless the code
+        read the object first: that updates an object built elsewhere (a registry
+        another TU's initializer builds, filled from a function-local static's
+        construction or a once-only guard)."""
         if not zero:
             self.changed.setdefault(symbol, None)
-        if self.guarded:
+        if self.guarded and self.first.get(symbol, True):
             self.lazy.setdefault(symbol, None)
         else:
             self.updates.setdefault(symbol, None)
