@@ -180,6 +180,10 @@ class FunctionWalk:
         # Where the code that builds a function-local static starts, when it is laid
         # out further down (``built_later``) -> the guard taken there.
         self.guarded_from: dict[int, GuardKey] = {}
+        # Detours swept where they run (``detour``): first address -> the address after.
+        self.skipped: dict[int, int] = {}
+        self.rejoined: dict[int, State] = {}  # where a detour jumps back to -> its state
+        self.where: dict[int, int] | None = None  # a sized function's address -> index
         self.stack_slots = False  # whether any stack slot holds a known value
         self.unreached = False  # no forward path reaches the code swept now
         # A walk that knows constant arguments decides the branches they select
@@ -214,12 +218,17 @@ class FunctionWalk:
         reached, falls, pending, sized = self.start, True, self.pending, self.sized
         padding = False
         events, first = self.events, -1  # where the instruction of the first event is
-        guarded_from = self.guarded_from
+        guarded_from, skipped, skip_to = self.guarded_from, self.skipped, 0
         handlers, other, paths = self.HANDLERS, self.other, self.paths
         decoded: Iterable[tuple[int, int, str, str]] = self.decode()
         if sized:  # kept, for what the code after a place writes (``orphan_state``)
             decoded = self.instructions = list(decoded)
         for position, (address, size, mnemonic, operands) in enumerate(decoded):
+            if address < skip_to or (skipped and address in skipped):
+                # Swept already, where it runs (``detour``).
+                skip_to = max(skip_to, skipped.pop(address, 0))
+                falls, reached = False, address + size
+                continue
             if paths is not None:
                 if address in paths.pruned:  # only a path the constants rule out gets here
                     falls, reached = False, address + size
@@ -249,7 +258,7 @@ class FunctionWalk:
         else:
             if sized and reached < self.end:  # undecodable bytes
                 self.summary.stop(StopReason.UNKNOWN_INSTRUCTION)
-        if sized and paths is None and pending:
+        if sized and paths is None and (pending or self.rejoined):
             self.tails_again()
         if events:
             self.guard_by_flag(first)
@@ -263,7 +272,8 @@ class FunctionWalk:
         head's address known only there).  Only tails that run straight to a
         return, with forward branches alone; a loop's branch back is no such jump."""
         where = {instruction[0]: n for n, instruction in enumerate(self.instructions)}
-        back = sorted((target, state) for target, state in self.pending.items()
+        back = sorted((target, state) for target, state in {**self.pending,
+                                                            **self.rejoined}.items()
                       if target in where)[:_TAILS_AGAIN]
         for target, state in back:
             start = where[target]
@@ -549,9 +559,70 @@ class FunctionWalk:
         the code after it is not reached from here."""
         taken = self.decided(condition, following, target) \
             if condition is not None and self.flags is not None else None
+        if taken is None and self.detour(following, target):
+            return True
         if taken is None or taken:
             self.branch(target)
         return taken is not True
+
+    def detour(self, following: int, target: int) -> bool:
+        """A branch on a guard byte forward to a stretch laid out further down that
+        sets the byte, runs straight and jumps back up into the code after the branch
+        (gcc -flto's constructions of inline variables, moved past the return):
+        swept here, where it runs, and skipped when the sweep reaches it, so that
+        what it builds comes before what the code after the branch reads of it.
+        True when it was; its end state meets the code it jumps back to."""
+        if not self.sized or self.paths is not None or not self.instructions:
+            return False
+        found = self.detour_at(following, target)
+        if found is None or not self.builds_behind_flag(following, *found[:2]):
+            return False
+        first, last, rejoin = found
+        kept = self.state
+        self.state = dict(kept)
+        for address, size, mnemonic, operands in self.instructions[first:last]:
+            handler = self.HANDLERS.get(mnemonic)
+            if handler is not None:
+                handler(self, address + size, operands)
+            else:
+                self.other(address, size, mnemonic, operands)
+        end = self.instructions[last]
+        self.skipped[target] = end[0] + end[1]
+        if rejoin == following:
+            self.state = intersect(kept, self.state)
+        else:  # the code it jumps back to is swept again with what it knows (``tails_again``)
+            known = self.rejoined.get(rejoin)
+            self.rejoined[rejoin] = self.state if known is None else intersect(known, self.state)
+            self.state = kept
+        return True
+
+    def builds_behind_flag(self, following: int, first: int, last: int) -> bool:
+        """Whether the branch before ``following`` tests a global byte against zero and
+        the detour (instructions ``first`` to ``last``) sets that byte to 1: a guard
+        byte and the construction behind it (an instruction set that does not say:
+        no)."""
+        return False
+
+    def detour_at(self, following: int, target: int) -> tuple[int, int, int] | None:
+        """(index of its first instruction, of its jump back, where it jumps) of the
+        detour at ``target``, or None."""
+        if self.where is None:
+            self.where = {instruction[0]: n for n, instruction in enumerate(self.instructions)}
+        first = self.where.get(target)
+        if first is None:
+            return None
+        for n in range(first, min(first + _DETOUR_LENGTH, len(self.instructions))):
+            _at, _size, mnemonic, operands = self.instructions[n]
+            if mnemonic in self.STOPS:
+                return None
+            transfer = self.control_transfer(mnemonic, operands)
+            if transfer is not None and not transfer[0]:  # a jump
+                rejoin = transfer[1]
+                return (first, n, rejoin) if rejoin is not None \
+                    and following <= rejoin < target else None
+            if self.branch_target(mnemonic, operands) is not None:
+                return None  # a branch of its own: not a straight stretch
+        return None
 
     # -- per instruction set ------------------------------------------------
     def other(self, address: int, size: int, mnemonic: str, operands: str) -> bool:
@@ -968,6 +1039,8 @@ class FunctionWalk:
                 return False  # the code read ends
 
 
+# How long a detour may be (``detour``).
+_DETOUR_LENGTH = 24
 # Tails swept again per function (``tails_again``), and how long each may be.
 _TAILS_AGAIN = 4
 _TAIL_LENGTH = 32

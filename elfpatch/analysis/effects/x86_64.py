@@ -118,6 +118,17 @@ _X86_STRING_OPERATIONS = frozenset(f"{name}{width}" for name in ("movs", "stos",
 _X86_STRING_OPERAND = re.compile(r"\[[re][sd]i\]")
 
 
+def _flag_byte(instruction: tuple[int, int, str, str], value: str) -> int | None:
+    """The global byte that ``cmp``/``mov byte ptr [rip + d], value`` names."""
+    at, size, mnemonic, operands = instruction
+    if mnemonic not in ("cmp", "mov") or not operands.startswith("byte ptr [rip") \
+            or not operands.endswith(value):
+        return None
+    displacement = immediate(operands[operands.index("+") + 1:operands.index("]")].strip()) \
+        if "+" in operands.partition("]")[0] else None
+    return at + size + displacement if displacement is not None else None
+
+
 def _on_frame_only(operands: str) -> bool:
     """Whether the memory the operands name, if any, is the stack frame or the thread's
     stack protector value."""
@@ -145,6 +156,18 @@ class X86Walk(FunctionWalk):
         if mnemonic in _X86_CONDITIONAL or mnemonic in _X86_JUMPS:
             return immediate(operands)
         return None
+
+    def builds_behind_flag(self, following: int, first: int, last: int) -> bool:
+        """``cmp byte ptr [rip + d], 0`` right before the branch, and ``mov byte ptr
+        [rip + e], 1`` to the same byte in the detour."""
+        assert self.where is not None
+        branch = self.where.get(following, 0) - 1
+        if branch < 1:
+            return False
+        tested = _flag_byte(self.instructions[branch - 1], ", 0")
+        return tested is not None and any(
+            _flag_byte(instruction, ", 1") == tested
+            for instruction in self.instructions[first:last])
 
     def built_later(self, following: int) -> int | None:
         found = self.instructions_at(following, 2)
