@@ -20,3 +20,18 @@ def test_nothing_is_charged(program: str) -> None:
     built = scenario("inline_constants")
     assert printed(built, program) == {"both": "91", "twice": "90"}
     assert risks(inits_of(built.path(program)), *ORDER_KINDS) == []
+
+
+@pytest.mark.parametrize(("symbol", "lazy"), [
+    ("_ZGVN5names4leftB5cxx11E", True),  # an inline variable's guard
+    ("_ZGVN5FacetIcE2idE", True),  # a template static member's guard
+    ("_ZGVZ8instancevE5value", True),  # a function-local static's guard
+    ("_ZZ8instancevE5value", True),  # the function-local static
+    ("_ZN5names4leftB5cxx11E", False),  # the inline variable itself
+])
+def test_guard_variables_are_set_only_by_what_they_guard(symbol: str, lazy: bool) -> None:
+    """A guard byte is never built by an initializer, whichever part sets it first
+    (xgboost 2.1.4's -flto program: 9 errors on ``tree_field`` guards otherwise)."""
+    from elfpatch.analysis.risks import is_lazily_initialised
+
+    assert is_lazily_initialised(symbol) is lazy

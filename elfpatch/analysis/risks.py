@@ -168,8 +168,10 @@ class AnalysedInitializer:
 
 
 def is_lazily_initialised(symbol: str) -> bool:
-    """Function-local statics and their guards: built on first use, not at load."""
-    return symbol.startswith(("_ZZ", "_ZGVZ"))
+    """Function-local statics and their guards: built on first use, not at load; and
+    every guard variable (``_ZGV``: an inline variable's, a template static
+    member's), which only the code that builds what it guards sets."""
+    return symbol.startswith(("_ZZ", "_ZGV"))
 
 
 def constructed_by(item: AnalysedInitializer) -> dict[str, None]:
