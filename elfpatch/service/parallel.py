@@ -48,7 +48,7 @@ def run_alongside(here: Callable[[], T], there: Callable[[], U], /) -> tuple[T, 
         return here(), there()
     reader, writer = os.pipe()
     parent = os.getpid()
-    pid = os.fork()
+    pid = _fork()
     if pid == 0:  # the child: never returns
         os.close(reader)
         _die_with(parent)
@@ -100,6 +100,23 @@ def worker_pool(workers: int) -> ProcessPoolExecutor | None:
     import multiprocessing
 
     return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"))
+
+
+# Held off while the process forks: Python runs the fork handlers modules register
+# (logging's releases its lock) in both processes, and an interrupt raised in one
+# is printed as "Exception ignored" and lost, so a Ctrl-C that lands there would
+# neither stop the run nor say so.
+_INTERRUPTS = {signal.SIGINT, signal.SIGTERM}
+
+
+def _fork() -> int:
+    """``os.fork``, with interrupts delivered after it returns, in the parent (the
+    child starts with none pending)."""
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, _INTERRUPTS)
+    try:
+        return os.fork()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
 def _can_fork() -> bool:
