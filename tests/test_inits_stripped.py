@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from elfpatch.fixtures import build
 from support.build import invoke
-from support.inits import MACHINES, scenario
+from support.inits import MACHINES, inits_of, scenario, strip_unneeded
 
 SOURCES = {
     "lib.cpp": """
@@ -82,3 +82,16 @@ def test_strip_unneeded_keeps_every_finding(name: str, machine: str, tmp_path: P
         assert _findings(copy) == original, output.name
         compared += bool(original)
     assert compared  # some output of every scenario has findings to keep
+
+
+@pytest.mark.parametrize("program", ["lto_ab", "lto_ba"])
+def test_stripped_lto_parts_are_labelled_by_plain_address(program: str, tmp_path: Path) -> None:
+    """A part of a stripped -flto initializer is named by the first global it builds,
+    shown as an address (``the TU constructing 0x51a0``), never as an internal key
+    (``@0x51a0``, ``^0x5100``)."""
+    import re
+
+    path = scenario("lto_init_order").path(program)
+    shown = json.dumps(inits_of(strip_unneeded("x86_64", path, tmp_path)))
+    assert "the TU constructing 0x" in shown
+    assert not re.search(r"(constructing|reads|for|into) [@^]0x", shown), shown

@@ -13,6 +13,8 @@ from typing import TypeVar
 from elfpatch.analysis.effects import Effects, EffectsAnalyzer, Part
 from elfpatch.analysis.effects.addresses import AddressIndex
 from elfpatch.analysis.effects.summary import (
+    ANCHOR,
+    BARE,
     StopReason,
     effects_keys,
     object_keys,
@@ -371,8 +373,11 @@ def _parts(units: UnitFinder, entry: InitializerEntry, parts: list[Part],
     items = []
     for position, part in enumerate(parts, 1):
         item = AnalysedInitializer(entry, part.effects)
-        # Inlined code may hold several TUs' initializers: no one TU names it.
-        built = () if part.inline else map(label, constructed_by(item))
+        # Inlined code may hold several TUs' initializers: no one TU names it.  In a
+        # file without symbols the keys are not placed yet: the bare address labels.
+        built = () if part.inline else (
+            label(key[1:] if key[:1] in (BARE, ANCHOR) else key)
+            for key in constructed_by(item))
         named = name_part(units, position, part.address, part.symbol, built)
         items.append(AnalysedInitializer(entry, part.effects, named, part.inline))
     return items
