@@ -413,9 +413,8 @@ def _destruction_risk(reader: Registration, destroyer: Registration, symbol: str
     """``assumed``: the read is only assumed of code not followed to the end (a warning)."""
     function = _registered(reader.atexit, objects)
     first = _registered(destroyer.atexit, objects)
-    reads = ("may read (passes its address to code of this object that was not followed "
-             "to the end, taken to read it)") if assumed else "reads"
-    return Risk(Severity.WARNING if assumed else Severity.ERROR, RiskKind.DESTRUCTION_ORDER,
+    reads = _reads(assumed, "code of this object")
+    return Risk(_severity(assumed), RiskKind.DESTRUCTION_ORDER,
                 _code_label(reader.atexit), objects.label(symbol), destroyer.atexit.destructor,
                 f"at exit {function} {reads} {objects.shown(symbol)}, which {first} has already "
                 f"destroyed: {destroyer.item.unit} registered that destructor after "
@@ -425,6 +424,18 @@ def _destruction_risk(reader: Registration, destroyer: Registration, symbol: str
                 object_address=objects.address(symbol),
                 reader_address=reader.atexit.destructor_address,
                 constructed_by_address=destroyer.atexit.destructor_address, via=via)
+
+
+def _reads(assumed: bool, code: str) -> str:
+    """How a risk says its code reads the object: surely, or only assumed of ``code``
+    not followed to the end."""
+    return (f"may read (passes its address to {code} that was not followed to the end, "
+            "taken to read it)") if assumed else "reads"
+
+
+def _severity(assumed: bool) -> Severity:
+    """A read only assumed is a warning: what to look at, not an error."""
+    return Severity.WARNING if assumed else Severity.ERROR
 
 
 def _code_label(atexit: AtExit) -> str:
@@ -504,10 +515,9 @@ def cross_object_risks(objects: Sequence[ObjectInitialisation],
                 if definer is reader or definer.position < runs_at:
                     continue
                 assumed = symbol in item.effects.assumed
-                reads = ("may read (passes its address to code that was not followed to the "
-                         "end, taken to read it)") if assumed else "reads"
+                reads = _reads(assumed, "code")
                 risks.setdefault(reader.label, []).append(Risk(
-                    Severity.WARNING if assumed else Severity.ERROR, RiskKind.CROSS_OBJECT,
+                    _severity(assumed), RiskKind.CROSS_OBJECT,
                     item.label, symbol, constructor.label,
                     f"{reader.label}: {item.unit} {reads} {demangle(symbol)}, which "
                     f"{definer.label} constructs in an initializer that runs later; make it "
@@ -542,11 +552,9 @@ def cross_object_destruction_risks(objects: Sequence[ObjectInitialisation],
                     continue
                 assert effects is not None
                 assumed = symbol in effects.assumed
-                reads = ("may read (passes its address to code that was not followed to the "
-                         "end, taken to read it)") if assumed else "reads"
+                reads = _reads(assumed, "code")
                 risks.setdefault(reader.label, []).append(Risk(
-                    Severity.WARNING if assumed else Severity.ERROR,
-                    RiskKind.CROSS_OBJECT_DESTRUCTION,
+                    _severity(assumed), RiskKind.CROSS_OBJECT_DESTRUCTION,
                     registration.atexit.destructor or "?", symbol, destroyer.atexit.destructor,
                     f"{reader.label}: at exit {_registered(registration.atexit)} {reads} "
                     f"{demangle(symbol)}, which {definer.label} destroys first (its "

@@ -183,7 +183,7 @@ class FunctionWalk:
         # Detours swept where they run (``detour``): first address -> the address after.
         self.skipped: dict[int, int] = {}
         self.rejoined: dict[int, State] = {}  # where a detour jumps back to -> its state
-        self.where: dict[int, int] | None = None  # a sized function's address -> index
+        self._where: dict[int, int] | None = None  # ``index_of``, built on first need
         self.stack_slots = False  # whether any stack slot holds a known value
         self.unreached = False  # no forward path reaches the code swept now
         # A walk that knows constant arguments decides the branches they select
@@ -271,13 +271,12 @@ class FunctionWalk:
         that path (``*head = next`` when the node removed is the list's first, the
         head's address known only there).  Only tails that run straight to a
         return, with forward branches alone; a loop's branch back is no such jump."""
-        where = {instruction[0]: n for n, instruction in enumerate(self.instructions)}
         back = sorted((target, state) for target, state in {**self.pending,
                                                             **self.rejoined}.items()
-                      if target in where)[:_TAILS_AGAIN]
+                      if self.index_of(target) is not None)[:_TAILS_AGAIN]
         for target, state in back:
-            start = where[target]
-            if not self.runs_to_return(start):
+            start = self.index_of(target)
+            if start is None or not self.runs_to_return(start):
                 continue
             self.state, self.pending, self.unreached = dict(state), {}, False
             self.flags, self.guarded_from = None, {}
@@ -287,11 +286,22 @@ class FunctionWalk:
                 if not falls or address in self.pending:
                     self.position = position
                     self.enter(address, falls)
-                handler = self.HANDLERS.get(mnemonic)
-                falls = handler(self, address + size, operands) if handler is not None \
-                    else self.other(address, size, mnemonic, operands)
+                falls = self.step(address, size, mnemonic, operands)
                 if not falls and not any(t > address for t in self.pending):
                     break
+
+    def step(self, address: int, size: int, mnemonic: str, operands: str) -> bool:
+        """One instruction read outside ``run``'s own loop (which inlines this for
+        speed); False when it never falls through."""
+        handler = self.HANDLERS.get(mnemonic)
+        return handler(self, address + size, operands) if handler is not None \
+            else self.other(address, size, mnemonic, operands)
+
+    def index_of(self, address: int) -> int | None:
+        """Where in a sized function's ``instructions`` the one at ``address`` is."""
+        if self._where is None:
+            self._where = {instruction[0]: n for n, instruction in enumerate(self.instructions)}
+        return self._where.get(address)
 
     def runs_to_return(self, start: int) -> bool:
         """Whether the code from the instruction at index ``start`` reaches a return
@@ -580,12 +590,8 @@ class FunctionWalk:
         first, last, rejoin = found
         kept = self.state
         self.state = dict(kept)
-        for address, size, mnemonic, operands in self.instructions[first:last]:
-            handler = self.HANDLERS.get(mnemonic)
-            if handler is not None:
-                handler(self, address + size, operands)
-            else:
-                self.other(address, size, mnemonic, operands)
+        for instruction in self.instructions[first:last]:
+            self.step(*instruction)
         end = self.instructions[last]
         self.skipped[target] = end[0] + end[1]
         if rejoin == following:
@@ -606,9 +612,7 @@ class FunctionWalk:
     def detour_at(self, following: int, target: int) -> tuple[int, int, int] | None:
         """(index of its first instruction, of its jump back, where it jumps) of the
         detour at ``target``, or None."""
-        if self.where is None:
-            self.where = {instruction[0]: n for n, instruction in enumerate(self.instructions)}
-        first = self.where.get(target)
+        first = self.index_of(target)
         if first is None:
             return None
         for n in range(first, min(first + _DETOUR_LENGTH, len(self.instructions))):

@@ -160,8 +160,8 @@ class X86Walk(FunctionWalk):
     def builds_behind_flag(self, following: int, first: int, last: int) -> bool:
         """``cmp byte ptr [rip + d], 0`` right before the branch, and ``mov byte ptr
         [rip + e], 1`` to the same byte in the detour."""
-        assert self.where is not None
-        branch = self.where.get(following, 0) - 1
+        after = self.index_of(following)
+        branch = after - 1 if after is not None else -1
         if branch < 1:
             return False
         tested = _flag_byte(self.instructions[branch - 1], ", 0")
