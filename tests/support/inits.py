@@ -113,6 +113,24 @@ def strip_unneeded(machine: str, path: Path, folder: Path) -> Path:
     return copy
 
 
+def charged_only_the_reader(path: Path, found: list[dict], printed_out: dict[str, str],
+                            object_symbol: str) -> None:
+    """``found`` (``path``'s order findings) names only ``object_symbol``, never
+    ``early.cpp``'s initializer, and holds an error exactly where the program printed
+    that ``reader.cpp`` saw the object unbuilt (``reader_seen=0``): the fixtures
+    whose ``early.cpp`` only looks like a reader (``error_path``,
+    ``constant_switch``)."""
+    from support.readelf import symtab_address, tu_initializer
+
+    target = symtab_address(path, object_symbol)
+    assert all(r["object_address"] == target for r in found), found
+    early = tu_initializer(path, "early")
+    assert not [r for r in found if r["reader_address"] == early], found
+    assert not [r for r in found if "early.cpp" in r["message"]], found
+    errors = [r for r in found if r["severity"] == "error"]
+    assert bool(errors) == (printed_out["reader_seen"] == "0"), (printed_out, found)
+
+
 def same_when_stripped(machine: str, path: Path, folder: Path) -> dict:
     """``path``'s ``inits --json`` record, once its ``strip --strip-unneeded`` copy (in
     ``folder``) is checked to give the same findings, by address."""
