@@ -40,6 +40,7 @@ from elfpatch.analysis.risks import (
     lazy_objects,
     order_risks,
     read_at_exit,
+    registered_destructors,
     registrations,
 )
 from elfpatch.base.alongside import Alongside, in_turn
@@ -312,6 +313,12 @@ def _settled(analyzer: EffectsAnalyzer, analysed: list[AnalysedInitializer],
     worth = {s for s, n in touched.items() if n > 1 and s in built
              and not objects.is_lazy(s) and not has_internal_linkage(s)}
     worth.update(s for s in exported if s in touched)
+    # Code of several TUs inlined into one: whether it builds an object before it
+    # reads it is a finding of its own (``order_risks``), one initializer alone.
+    for item in analysed:
+        if item.inline:
+            registered = registered_destructors(item)
+            worth.update(p[0] for p in item.effects.pending if p[0] in registered)
 
     def use(symbol: str, function: int, position: int, foreign: bool) -> int | None:
         if foreign or symbol in worth:

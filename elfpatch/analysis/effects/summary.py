@@ -39,12 +39,16 @@ from elfpatch.base.text_enum import TextEnum
 # type's type_info, what registries file entries under and look them up by.
 # STAMP: a store of an address of read-only data (a vtable, a string literal) into a
 # global: what constructors do, and counters, flags and list heads never get.
+# GUARD_BYTE: a global byte the code tests against zero and, where it is zero, sets
+# to 1 itself: a guard variable tested inline (an inline variable's, in every TU
+# that builds it, or a hand-made once-only flag).  No initializer builds it; it is
+# an object of one byte of its own, whatever lies next to it.
 # WRITE's position is ZERO_STORE for a store of zero into zero-initialized memory
 # (.bss): it leaves the bytes as the loader made them; ONE_STORE for a store of
 # the number 1 (a flag set); ONE_BYTE for the construction of an object of one
 # byte (``std::ios_base::Init``, what ``<iostream>`` puts in every TU).
 READ, WRITE, ADDRESS, PASS, PASS_FOREIGN, UNKNOWN_PASS, CALL, ATEXIT, HOOK, GUARD, KEYED, \
-    STAMP = range(12)
+    STAMP, GUARD_BYTE = range(13)
 ZERO_STORE, ONE_STORE, ONE_BYTE = 1, 2, 3  # WRITE's position
 # The subject (str, int, bool, AtExit or KeyedCall) and the callee (int or None) are
 # typed by the kind: a tagged union a type checker cannot narrow on an int, hence Any
@@ -146,10 +150,11 @@ class Effects:
     stopped: tuple[StopReason, ...] = ()  # why the code was not followed to the end
     hooks: tuple[int, ...] = ()  # this object's functions handed over to run later
     # Pointers passed to this object's functions, what those do with them not yet
-    # worked out (see ``settle``): (global, function, position, another object's).
+    # worked out (see ``settle``; ``Pending``).
     pending: tuple[Pending, ...] = ()
     # Objects built between __cxa_guard_acquire and __cxa_guard_release: function-local
-    # statics, built on first use (known without a name, in a stripped file).
+    # statics, built on first use (known without a name, in a stripped file); and the
+    # guard bytes code tests inline (``GUARD_BYTE``), set only by what they guard.
     lazy: tuple[str, ...] = ()
     # In a file without symbols: the bare addresses (``@0x…``, ``^0x…``) each function
     # followed touches, the evidence of which belong to one object (``object_keys``).
@@ -178,8 +183,9 @@ class Effects:
 
 
 UNKNOWN_EFFECTS = Effects((), (), (), (), (), False, False)
-# (global, function, position, another object's, passed under a guard)
-Pending = tuple[str, int, int, bool, bool]
+# (global, function, position, another object's, passed under a guard, before the
+# code touched the global otherwise: what the function does with it is its first touch)
+Pending = tuple[str, int, int, bool, bool, bool]
 
 
 @dataclass
@@ -358,7 +364,7 @@ class Collector:
                     continue
                 if self.use is None:
                     self.pending.append((subject, callee, position, kind == PASS_FOREIGN,
-                                         self.guarded > 0))
+                                         self.guarded > 0, subject not in first))
                 else:
                     self.pass_on(subject, self.use(callee, position), kind == PASS_FOREIGN)
             elif kind == UNKNOWN_PASS:
@@ -378,6 +384,8 @@ class Collector:
                 self.keyed.setdefault(subject, None)
             elif kind == STAMP:
                 self.stamped.setdefault(subject, None)
+            elif kind == GUARD_BYTE:
+                self.lazy.setdefault(subject, None)
 
     def fails(self, key: FunctionKey) -> bool:
         """Whether the function followed at ``key`` never returns (an error path)."""
@@ -463,7 +471,7 @@ class Collector:
 def _bare_keys(events: Iterable[Event]) -> tuple[str, ...]:
     """The bare addresses one function's events name (none in a file with .symtab),
     and, marked ``STORED`` (``!0x…``), those of them it stores to, and ``SINGLE``
-    (``=0x…``) those it builds as objects of one byte."""
+    (``=0x…``) those it builds as objects of one byte or tests as guard bytes."""
     found: dict[str, None] = {}
     stored: dict[str, None] = {}
     for event in events:
@@ -476,33 +484,43 @@ def _bare_keys(events: Iterable[Event]) -> tuple[str, ...]:
                 stored[STORED + subject[1:]] = None
                 if event[3] == ONE_BYTE:
                     stored[SINGLE + subject[1:]] = None
+            elif kind == GUARD_BYTE:
+                stored[SINGLE + subject[1:]] = None
     return (*found, *stored)
 
 
 def settle(effects: Effects, use: PendingUse) -> Effects:
     """``effects`` with its pending passes worked out (those ``use`` answers for);
-    the others are taken for what they surely are: addresses."""
+    the others are taken for what they surely are: addresses.  A pass made before
+    any other touch of its global is its first touch where the function uses the
+    pointer (a constructor whose code has no name, in a stripped file, called
+    before the reads that follow it)."""
     if not effects.pending:
         return effects
+    ahead = {pending[0] for pending in effects.pending if pending[5]}
     collector = Collector({}, None)
     collector.reads = dict.fromkeys(effects.reads)
     collector.reads.update(dict.fromkeys(effects.assumed, True))
     collector.writes = dict.fromkeys(effects.writes)
     collector.addresses = dict.fromkeys(effects.addresses)
     collector.passed = dict.fromkeys(effects.passed)
-    collector.first = dict(effects.first_access)
+    collector.first = {key: written for key, written in effects.first_access if key not in ahead}
     collector.lazy = dict.fromkeys(effects.lazy)
     collector.updates = dict.fromkeys(effects.updates)
     collector.changed = dict.fromkeys(effects.changed)
-    for symbol, callee, position, foreign, guarded in effects.pending:
+    for symbol, callee, position, foreign, guarded, _ahead in effects.pending:
         found = use(symbol, callee, position, foreign)
         collector.guarded = int(guarded)
         collector.pass_on(symbol, found or 0, foreign)
+    # In the order of first touch, as before; the touch after a pass that turned out
+    # to use nothing is the first again.
+    first = {key: collector.first.get(key, written) for key, written in effects.first_access}
+    first.update(collector.first)
     touched = set(collector.reads) | set(collector.writes)
     return dataclasses.replace(
         effects, writes=tuple(collector.writes), reads=tuple(collector.reads),
         addresses=tuple(a for a in collector.addresses if a not in touched),
-        passed=tuple(collector.passed), first_access=tuple(collector.first.items()),
+        passed=tuple(collector.passed), first_access=tuple(first.items()),
         pending=(), lazy=tuple(collector.lazy), updates=tuple(collector.updates),
         changed=tuple(collector.changed), assumed=collector.assumed_reads())
 
@@ -542,7 +560,9 @@ def object_keys(groups: Iterable[Iterable[str]], written: Iterable[str] = (),
     """
     marked: list[list[str]] = []
     stored: list[frozenset[int]] = []  # per group: the addresses it stores to
-    singles: set[int] = set()  # objects of one byte: nothing past their start is theirs
+    # Objects of one byte: nothing past their start is theirs, nor are they members of
+    # what lies below (a guard byte just past the string it guards).
+    singles: set[int] = set()
     for keys in groups:
         marked.append([key for key in keys if key[:1] in _MARKS])
         stored.append(frozenset(int(key[1:], 16) for key in keys if key[:1] == STORED))
@@ -560,7 +580,7 @@ def object_keys(groups: Iterable[Iterable[str]], written: Iterable[str] = (),
     # Only an address just past a start needs the groups that hold it.
     near = [(key, address, start) for (key, address), start
             in zip(addresses.items(), starts, strict=True)
-            if start != address and start not in singles]
+            if start != address and start not in singles and address not in singles]
     wanted = {address for _key, address, _start in near}
     by_address = _groups_holding(wanted, pieces)
     stored_by = _groups_storing(wanted, pieces, stored)
@@ -617,8 +637,8 @@ def _object_starts(anchors: list[int], marked: list[list[str]], pieces: list[fro
     object's member taken as a pointer (a map's header handed to the insertion)
     when some function accesses it as a member, without taking it as a pointer,
     together with the object below; unless its own destructor is registered
-    (``destroyed``: two strings side by side stay two), or the one below is an
-    object of one byte (``singles``).  Code that takes both as
+    (``destroyed``: two strings side by side stay two), or either is an object
+    of one byte (``singles``).  Code that takes both as
     pointers (a -flto initializer building neighbouring globals) is no evidence.
     ``marked``: each group's keys of bare addresses, ``pieces`` their addresses;
     ``addresses``: each key's address (``object_keys``)."""
@@ -635,7 +655,7 @@ def _object_starts(anchors: list[int], marked: list[list[str]], pieces: list[fro
     starts: list[int] = []
     for address in anchors:
         if starts and address - starts[-1] < MEMBER_REACH and address not in destroyed \
-                and starts[-1] not in singles \
+                and starts[-1] not in singles and address not in singles \
                 and any(starts[-1] in touched for touched in members.get(address, ())):
             continue
         starts.append(address)

@@ -44,6 +44,7 @@ from elfpatch.analysis.effects.summary import (
     BARE,
     CALL,
     GUARD,
+    GUARD_BYTE,
     HOOK,
     KEYED,
     MEMBER_REACH,
@@ -332,7 +333,8 @@ class FunctionWalk:
         if read is None or events[read][0] != READ or type(events[read][1]) is not str:
             return
         flag = events[read][1]
-        touches = [event for event in events[read + 1:] if event[1] == flag]
+        touches = [event for event in events[read + 1:]
+                   if event[1] == flag and event[0] != GUARD_BYTE]
         if not touches or any(kind != WRITE or position != ONE_STORE
                               for kind, _flag, _callee, position in touches):
             return
@@ -569,6 +571,8 @@ class FunctionWalk:
         the code after it is not reached from here."""
         taken = self.decided(condition, following, target) \
             if condition is not None and self.flags is not None else None
+        if self.sized and self.instructions and self.sets_guard_byte(following, target):
+            self.guard_byte()
         if taken is None and self.detour(following, target):
             return True
         if taken is None or taken:
@@ -601,6 +605,18 @@ class FunctionWalk:
             self.rejoined[rejoin] = self.state if known is None else intersect(known, self.state)
             self.state = kept
         return True
+
+    def guard_byte(self) -> None:
+        """The global byte just read (the branch's test) is a guard byte."""
+        last = self.events[-1] if self.events else None
+        if last is not None and last[0] == READ and type(last[1]) is str:
+            self.events.append((GUARD_BYTE, last[1], None, 0))
+
+    def sets_guard_byte(self, following: int, target: int) -> bool:
+        """Whether the branch before ``following`` tests a global byte against zero and
+        the way it goes when the byte is zero sets it to 1 within a few instructions
+        (an instruction set that does not say: no)."""
+        return False
 
     def builds_behind_flag(self, following: int, first: int, last: int) -> bool:
         """Whether the branch before ``following`` tests a global byte against zero and

@@ -118,6 +118,11 @@ _X86_STRING_OPERATIONS = frozenset(f"{name}{width}" for name in ("movs", "stos",
 _X86_STRING_OPERAND = re.compile(r"\[[re][sd]i\]")
 
 
+# How many instructions into the way taken when a guard byte is zero gcc sets it (it
+# loads the arguments of the construction around the store).
+_GUARD_SET_REACH = 6
+
+
 def _flag_byte(instruction: tuple[int, int, str, str], value: str) -> int | None:
     """The global byte that ``cmp``/``mov byte ptr [rip + d], value`` names."""
     at, size, mnemonic, operands = instruction
@@ -156,6 +161,23 @@ class X86Walk(FunctionWalk):
         if mnemonic in _X86_CONDITIONAL or mnemonic in _X86_JUMPS:
             return immediate(operands)
         return None
+
+    def sets_guard_byte(self, following: int, target: int) -> bool:
+        """``cmp byte ptr [rip + d], 0``, ``je``/``jne``, and ``mov byte ptr [rip + e], 1``
+        to the same byte on the way taken when it is zero, before anything branches."""
+        after = self.index_of(following)
+        if after is None or after < 2 or self.instructions[after - 1][2] not in ("je", "jne"):
+            return False
+        tested = _flag_byte(self.instructions[after - 2], ", 0")
+        zero = self.index_of(target if self.instructions[after - 1][2] == "je" else following)
+        if tested is None or zero is None:
+            return False
+        for instruction in self.instructions[zero:zero + _GUARD_SET_REACH]:
+            if _flag_byte(instruction, ", 1") == tested:
+                return True
+            if instruction[2] in _X86_STOPS or self.branch_target(*instruction[2:]) is not None:
+                return False
+        return False
 
     def builds_behind_flag(self, following: int, first: int, last: int) -> bool:
         """``cmp byte ptr [rip + d], 0`` right before the branch, and ``mov byte ptr
