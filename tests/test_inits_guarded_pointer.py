@@ -29,7 +29,8 @@ ORDER_KINDS = ("init-order", "link-order-dependence")
 
 
 @pytest.mark.parametrize(("program", "reader"), [("early_first", "early.cpp"),
-                                                 ("lock_first", None)])
+                                                 ("lock_first", None),
+                                                 ("priority_users", "priority.cpp")])
 def test_asan_agrees(program: str, reader: str | None) -> None:
     assert printed(scenario("guarded_pointer"), program) == {"used": "1", "word": "0"}
     assert asan_reader(asan_build("guarded_pointer") / program, ASAN_DEFAULT) == reader
@@ -49,3 +50,35 @@ def test_the_lock_is_charged_stripped_or_not(machine: str, program: str, severit
     if severity == "error":
         assert "only stores zeros" in found["message"] and "constinit" in found["message"]
 
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_a_priority_initializer_is_charged(machine: str, tmp_path: Path) -> None:
+    """``priority.cpp`` takes the lock at init_priority 101, before every default-
+    priority initializer; ``early.cpp`` comes before ``lock.cpp`` in link order."""
+    path = scenario("guarded_pointer", machine).path("priority_users")
+    found = risks(same_when_stripped(machine, path, tmp_path), *ORDER_KINDS)
+    assert {(r["severity"], r["kind"]) for r in found} == {("error", "init-order")}
+    assert sorted(r["message"].partition(" writes into ")[0] for r in found) == [
+        "early.cpp", "priority.cpp"]
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_a_merged_priority_initializer_is_charged(machine: str, tmp_path: Path) -> None:
+    """protoc's -flto shape: gcc merges the two priority-101 TUs into one function,
+    which takes the lock (a read, then a write) before the merged default-priority
+    function stores its zero.  Its write is not a construction of the lock: the
+    other function surely builds it.  Before, the merge's write counted as the
+    construction, and the unstripped build had no finding (its stripped copy,
+    where nothing says the function is a merge, had the error).  aarch64's stripped
+    copy is not held to it: the merge reaches the lock, the counter and the guard
+    from one base register, and without symbols they are taken for one object."""
+    built = scenario("guarded_pointer", machine)
+    assert printed(built, "priority_users_lto") == {"used": "1", "word": "0"}
+    path = built.path("priority_users_lto")
+    record = same_when_stripped(machine, path, tmp_path) if machine == "x86_64" \
+        else inits_of(path)
+    (found,) = risks(record, *ORDER_KINDS)
+    assert (found["severity"], found["kind"]) == ("error", "init-order")
+    assert found["message"].startswith("part 1 of _sub_I_00101_0.0 writes into global_lock")
+    assert found["constructed_by"].startswith("_sub_I_65535_")

@@ -31,7 +31,7 @@ handler or a thread), where destroying it is what can go wrong.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from elfpatch.analysis.effects import AtExit, Effects
@@ -174,7 +174,7 @@ def is_lazily_initialised(symbol: str) -> bool:
     return symbol.startswith(("_ZZ", "_ZGV"))
 
 
-def constructed_by(item: AnalysedInitializer) -> dict[str, None]:
+def constructed_by(item: AnalysedInitializer, surely: bool = False) -> dict[str, None]:
     """Globals an initializer builds: those it writes, and those whose destructor it
     registers after handing their address to code that is not followed.
 
@@ -182,7 +182,8 @@ def constructed_by(item: AnalysedInitializer) -> dict[str, None]:
     global initialised from a function of another library returning it by
     value is built by that function through the hidden return pointer.  A
     registration alone is not a construction: a constant-initialized object
-    needs none.
+    needs none.  ``surely``: only those its code shows it builds, not those
+    code of several TUs inlined into one writes after it reads them.
     """
     effects = item.effects
     registered = {r.object for r in effects.atexit if r.object}
@@ -195,7 +196,8 @@ def constructed_by(item: AnalysedInitializer) -> dict[str, None]:
     # before its first store).  Inlined code of several TUs is another matter: its
     # first touch may be another TU's read (``order_risks``).
     return {name: None for name, written in effects.first_access
-            if name in built and (written or item.inline or name in registered)}
+            if name in built and (written or name in registered
+                                  or (item.inline and not surely))}
 
 
 def registered_destructors(item: AnalysedInitializer) -> set[str]:
@@ -208,22 +210,37 @@ def registered_destructors(item: AnalysedInitializer) -> set[str]:
     return {r.object for r in item.effects.atexit if r.object}
 
 
-def updated_by(item: AnalysedInitializer) -> dict[str, None]:
-    """Globals an initializer writes after reading them: a registration into a
-    container, a member store, a counter bumped."""
-    built = constructed_by(item)
+def updated_by(item: AnalysedInitializer, built: Collection[str]) -> dict[str, None]:
+    """Globals an initializer writes, other than those it builds (``built``): a
+    registration into a container, a member store, a counter bumped."""
     writes = set(item.effects.writes)
     return {name: None for name, _written in item.effects.first_access
             if name in writes and name not in built}
 
 
-def constructors_of(initializers: Sequence[AnalysedInitializer]) -> dict[str, int]:
-    """Global -> position of the first initializer that constructs it."""
-    built: dict[str, int] = {}
+def constructors_of(initializers: Sequence[AnalysedInitializer],
+                    ) -> tuple[dict[str, int], dict[str, int]]:
+    """Global -> position of the first initializer that constructs it; and the same
+    for those whose code surely does (``constructed_by(surely=True)``), which
+    come first: code of several TUs inlined into one that reads a global and
+    then writes it may only update what another initializer builds (a lock a
+    -flto priority-101 initializer takes before the default-priority one
+    stores its zero)."""
+    surely: dict[str, int] = {}
+    maybe: dict[str, int] = {}
     for position, item in enumerate(initializers):
+        sure = constructed_by(item, surely=True)
         for symbol in constructed_by(item):
-            built.setdefault(symbol, position)
-    return built
+            (surely if symbol in sure else maybe).setdefault(symbol, position)
+    return {**maybe, **surely}, surely
+
+
+def _own(item: AnalysedInitializer, position: int, surely: Mapping[str, int]) -> dict[str, None]:
+    """What the initializer at ``position`` builds, less what its inlined code only
+    may build where another initializer surely does."""
+    sure = constructed_by(item, surely=True)
+    return {symbol: None for symbol in constructed_by(item)
+            if symbol in sure or surely.get(symbol, position) == position}
 
 
 def lazy_objects(effects: Iterable[Effects]) -> frozenset[str]:
@@ -235,11 +252,11 @@ def order_risks(initializers: Sequence[AnalysedInitializer],
                 objects: Objects = NAMES, via: Via = _no_via) -> list[Risk]:
     """Reads of globals another TU's initializer of the same object constructs
     (``via``: how the reader's code reaches each)."""
-    built = constructors_of(initializers)
+    built, surely = constructors_of(initializers)
     risks = []
     for position, item in enumerate(initializers):
-        own = constructed_by(item)
-        updated = updated_by(item)
+        own = _own(item, position, surely)
+        updated = updated_by(item, own)
         for symbol in dict.fromkeys((*item.effects.reads, *updated)):
             if objects.is_lazy(symbol):
                 continue

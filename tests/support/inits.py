@@ -164,7 +164,8 @@ def asan_reader(program: Path, options: str) -> str | None:
     if "initialization-order-fiasco" not in result.stderr:
         assert result.returncode == 0, result.stderr[-2000:]
         return None
-    frames = [line for line in result.stderr.splitlines() if " in _GLOBAL__sub_I_" in line]
+    # _GLOBAL__sub_I_<file>, or _GLOBAL__sub_I.00101_<object> at an init_priority.
+    frames = [line for line in result.stderr.splitlines() if " in _GLOBAL__sub_I" in line]
     return Path(frames[0].rpartition(" ")[2].partition(":")[0]).name
 
 
