@@ -6,13 +6,16 @@ For each library, times side by side (alternating, N rounds after a warm-up
 round): `elfpatch inits --json LIB`, which resolves every initializer slot
 through the relocations and reads the machine code of each initializer and
 each destructor they register, `elfpatch inits --json --list-only LIB`,
-which only lists them, and `readelf -W -r LIB`, which only lists the
-relocations, all writing to /dev/null.  Prints the median, min and max wall
-time, the ratio against readelf and each command's peak resident memory.
-The targets: inits --json within 3x readelf -W -r, and the listing alone
-within 1.0x.  On a program built with -g (``debug_program.py`` builds one of
-284 MB) the listing has a target of its own in seconds, readelf -W -r
-having next to nothing to list: ``--listing-seconds 1`` checks it.
+which only lists them, `elfpatch inits LIB`, the text report of the same
+analysis, and `readelf -W -r LIB`, which only lists the relocations, all
+writing to /dev/null.  Prints the median, min and max wall time, the ratio
+against readelf and each command's peak resident memory.  The targets:
+inits --json within 3x readelf -W -r, the listing alone within 1.0x, and
+the text report within 1.1x of the JSON one (rendering thousands of
+exit-time destructors is no analysis).  On a program built with -g
+(``debug_program.py`` builds one of 284 MB) the listing has a target of its
+own in seconds, readelf -W -r having next to nothing to list:
+``--listing-seconds 1`` checks it.
 
 With --phases, each step of inits is then timed in this interpreter, in one
 process: listing the initializers, building the address index, following
@@ -58,13 +61,17 @@ TARGET = f"inits --json within {RATIO:g}x readelf -W -r"
 WITHOUT_WALK = "inits --json, machine code not read"
 LISTING_RATIO = 1.0
 LISTING_TARGET = f"inits --json --list-only within {LISTING_RATIO:.1f}x readelf -W -r"
+TEXT = "elfpatch inits (text)"
+TEXT_RATIO = 1.1
+TEXT_TARGET = f"inits within {TEXT_RATIO:g}x inits --json"
 
 
 def commands_for(library: str, python: str) -> list[Command]:
     return [Command(OURS, elfpatch_argv(python, "inits", "--json", library)),
             Command(BASELINE, ("readelf", "-W", "-r", library)),
             Command(WITHOUT_WALK, elfpatch_argv(python, "inits", "--json", "--list-only",
-                                                library))]
+                                                library)),
+            Command(TEXT, elfpatch_argv(python, "inits", library))]
 
 
 def benchmark(library: str, options: argparse.Namespace) -> None:
@@ -75,6 +82,8 @@ def benchmark(library: str, options: argparse.Namespace) -> None:
     print(verdict_line(ours, reference, TARGET, met=ours.ratio_to(reference) <= RATIO))
     print(verdict_line(listing, reference, LISTING_TARGET,
                        met=listing.ratio_to(reference) <= LISTING_RATIO))
+    text = by_name(results, TEXT)
+    print(verdict_line(text, ours, TEXT_TARGET, met=text.ratio_to(ours) <= TEXT_RATIO))
     if options.listing_seconds is not None:
         met = listing.median_seconds <= options.listing_seconds
         print(f"{listing.command.name}: {listing.median_seconds:.3f} s, peak RSS "

@@ -108,7 +108,10 @@ def _render_risks(risks: tuple[Risk, ...], style: Styler, verbose: bool) -> list
         return ["  " + style("no initialization-order risks found", "good")]
     errors = [r for r in risks if r.severity is Severity.ERROR]
     destructors = [r for r in risks if r.kind is RiskKind.EXIT_DESTRUCTOR]
-    others = [r for r in risks if r.severity is not Severity.ERROR and r not in destructors]
+    # By kind, not by ``in destructors``: comparing risks one by one is quadratic, and a
+    # big library has thousands of exit-time destructors.
+    others = [r for r in risks if r.severity is not Severity.ERROR
+              and r.kind is not RiskKind.EXIT_DESTRUCTOR]
     head = f"  risks: {plural(len(errors), 'error')}, {plural(len(others), 'warning')}"
     if destructors:
         head += f"; {plural(len(destructors), 'object')} destroyed at exit"
