@@ -333,6 +333,11 @@ class Collector:
         self.changed: dict[str, None] = {}
         self.guards = GuardsHeld()
         self.guarded = 0  # how many guards are held where the events are
+        # Each global's first touch since the outermost guard held was taken, True for a
+        # write: what a static's construction builds is written there before it is
+        # read, whatever the code read before the guard (the static itself, on the
+        # way taken when it is built already).
+        self.guard_touches: dict[str, bool] = {}
         self.expanded: dict[FunctionKey, None] = {}  # in the order they were met
 
     def function(self, address: FunctionKey) -> None:
@@ -353,6 +358,8 @@ class Collector:
             if kind == READ:  # ``read``, inlined: the commonest event by far
                 reads[subject] = None
                 first.setdefault(subject, False)
+                if self.guarded:
+                    self.guard_touches.setdefault(subject, False)
             elif kind == WRITE:
                 self.write(subject, position == ZERO_STORE)
             elif kind == CALL:
@@ -378,8 +385,11 @@ class Collector:
             elif kind == HOOK:
                 self.hooks.setdefault(subject, None)
             elif kind == GUARD:
+                held = self.guarded
                 self.guards.event(subject, callee)
                 self.guarded = len(self.guards)
+                if self.guarded and not held:
+                    self.guard_touches = {}
             elif kind == KEYED:
                 self.keyed.setdefault(subject, None)
             elif kind == STAMP:
@@ -405,12 +415,17 @@ class Collector:
     def pass_to(self, symbol: str, use: int) -> None:
         if use & USE_READ_FIRST:  # it updates the object: not a construction
             self.first.setdefault(symbol, False)
-        if use & (USE_WRITE | USE_UNKNOWN) and self.guarded and self.first.get(symbol, True):
+            if self.guarded:
+                self.guard_touches.setdefault(symbol, False)
+        if use & (USE_WRITE | USE_UNKNOWN) and self.guarded \
+                and self.guard_touches.get(symbol, True):
             self.lazy.setdefault(symbol, None)
         if use & (USE_WRITE | USE_UNKNOWN):
             # A call that builds or may build the object: taken to build it
             # before anything it reads of it.
             self.first.setdefault(symbol, True)
+            if self.guarded:
+                self.guard_touches.setdefault(symbol, True)
         if use & USE_READ:
             self.read(symbol, bool(use & USE_ASSUMED))
         if use & USE_WRITE:
@@ -426,15 +441,17 @@ class Collector:
         else:
             self.reads[symbol] = None
         self.first.setdefault(symbol, False)
+        if self.guarded:
+            self.guard_touches.setdefault(symbol, False)
 
     def write(self, symbol: str, zero: bool = False) -> None:
         """A store; one under a guard builds a static on first use, unless the code
-        read the object first: that updates an object built elsewhere (a registry
-        another TU's initializer builds, filled from a function-local static's
-        construction or a once-only guard)."""
+        under the guard read the object first: that updates an object built
+        elsewhere (a registry another TU's initializer builds, filled from a
+        function-local static's construction or a once-only guard)."""
         if not zero:
             self.changed.setdefault(symbol, None)
-        if self.guarded and self.first.get(symbol, True):
+        if self.guarded and self.guard_touches.setdefault(symbol, True):
             self.lazy.setdefault(symbol, None)
         else:
             self.updates.setdefault(symbol, None)
@@ -505,6 +522,9 @@ def settle(effects: Effects, use: PendingUse) -> Effects:
     collector.addresses = dict.fromkeys(effects.addresses)
     collector.passed = dict.fromkeys(effects.passed)
     collector.first = {key: written for key, written in effects.first_access if key not in ahead}
+    # Where under a guard each pending pass was is not kept: the first touch anywhere
+    # stands for the first under the guard.
+    collector.guard_touches = collector.first
     collector.lazy = dict.fromkeys(effects.lazy)
     collector.updates = dict.fromkeys(effects.updates)
     collector.changed = dict.fromkeys(effects.changed)
