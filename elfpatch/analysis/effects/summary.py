@@ -562,11 +562,13 @@ def object_keys(groups: Iterable[Iterable[str]], written: Iterable[str] = (),
 
     An address belongs to the object starting at the nearest address at or below
     it that code takes as a pointer (within ``MEMBER_REACH``) only if some one
-    function touches both it and that object's start, and no function stores to
-    it without touching that start: a constructor writes a string's pointer, size
-    and buffer together, while a counter that happens to lie just past a string
-    is bumped by functions that never touch the string (LLVM's command-line
-    options each bump one, the string's own TU too).  An address no code writes
+    function touches both it and that object's start, and every function that
+    stores to it also stores to that start or takes it as a pointer: a
+    constructor writes a string's pointer, size and buffer together, while a
+    counter that happens to lie just past a string is bumped by functions that
+    never touch the string (LLVM's command-line options each bump one, the
+    string's own TU too), and a global just past another is set from it by an
+    initializer that only reads it.  An address no code writes
     (``written``: the keys any code writes or builds) is read only, as a member
     read apart from the rest is (a string's size at +8, its constructor being
     another library's code): it joins the object within ``READ_MEMBER_REACH``.
@@ -603,7 +605,7 @@ def object_keys(groups: Iterable[Iterable[str]], written: Iterable[str] = (),
             if start != address and start not in singles and address not in singles]
     wanted = {address for _key, address, _start in near}
     by_address = _groups_holding(wanted, pieces)
-    stored_by = _groups_storing(wanted, pieces, stored)
+    stored_by = _groups_storing(wanted, marked, addresses, stored)
     changed = {addresses[key] if key in addresses else int(key[1:], 16)
                for key in written if key[:1] in _MARKS}
     # Each address an object of its own (made in C), then those just past a start that
@@ -640,13 +642,18 @@ def _groups_holding(wanted: set[int], pieces: list[frozenset[int]],
     return by_address
 
 
-def _groups_storing(wanted: set[int], pieces: list[frozenset[int]],
+def _groups_storing(wanted: set[int], marked: list[list[str]], addresses: dict[str, int],
                     stored: list[frozenset[int]]) -> dict[int, list[frozenset[int]]]:
-    """Each of the ``wanted`` addresses -> the groups that store to it."""
+    """Each of the ``wanted`` addresses -> what each group that stores to it builds: the
+    addresses it stores to and those it takes as pointers."""
     by_address: dict[int, list[frozenset[int]]] = {}
-    for piece, stores in zip(pieces, stored, strict=True):
-        for address in stores & wanted:
-            by_address.setdefault(address, []).append(piece)
+    for keys, stores in zip(marked, stored, strict=True):
+        hit = stores & wanted
+        if not hit:
+            continue
+        built = stores | {addresses[key] for key in keys if key[0] == ANCHOR}
+        for address in hit:
+            by_address.setdefault(address, []).append(built)
     return by_address
 
 
