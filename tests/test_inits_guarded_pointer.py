@@ -82,3 +82,7 @@ def test_a_merged_priority_initializer_is_charged(machine: str, tmp_path: Path) 
     assert (found["severity"], found["kind"]) == ("error", "init-order")
     assert found["message"].startswith("part 1 of _sub_I_00101_0.0 writes into global_lock")
     assert found["constructed_by"].startswith("_sub_I_65535_")
+    # Each merge's name gives its priority (65535: the default).
+    priorities = {entry["symbol"]: entry["priority"] for entry in inits_of(path)["initializers"]
+                  if entry["symbol"] and entry["symbol"].startswith("_sub_I_")}
+    assert priorities == {"_sub_I_00101_0.0": 101, "_sub_I_65535_1.1": None}

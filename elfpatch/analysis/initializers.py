@@ -54,6 +54,9 @@ _TU_FUNCTION = re.compile(r"^_GLOBAL__sub_[ID](?:\.\d{5})?_(.+)$")
 _SOURCE_SUFFIX = re.compile(r"\.(c|cc|cpp|cxx|c\+\+|C|cp|CPP|mm|m|cu)$")
 # gcc -flto: _sub_I_65535_0.0 (constructors), _sub_D_65535_0.0 (destructors).
 _MERGED = re.compile(r"^_sub_[ID]_\d{5}_\d+(\.\d+)?$")
+# A merged initializer's priority: ``_sub_I_00101_0.0``; 65535 is the default.
+_MERGED_PRIORITY = re.compile(r"^_sub_[ID]_(\d{5})_")
+DEFAULT_PRIORITY = 65535
 # DWARF's name for the compile units of link-time optimised code.
 _ARTIFICIAL_UNIT = "<artificial>"
 
@@ -131,10 +134,16 @@ def is_merged_initializer(symbol: str | None) -> bool:
 
 
 def init_priority(symbol: str | None) -> int | None:
+    """The init_priority an initializer's name gives (None: the default, or no name)."""
     if symbol is None:
         return None
     match = _GCC_PRIORITY.match(symbol) or _CLANG_PRIORITY.match(symbol)
-    return int(match.group(1)) if match else None
+    if match:
+        return int(match.group(1))
+    merged = _MERGED_PRIORITY.match(symbol)
+    if merged and int(merged.group(1)) != DEFAULT_PRIORITY:
+        return int(merged.group(1))
+    return None
 
 
 def unit_from_symbol(symbol: str | None) -> str | None:
