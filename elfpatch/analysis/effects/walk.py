@@ -181,6 +181,8 @@ class FunctionWalk:
         # Where the code that builds a function-local static starts, when it is laid
         # out further down (``built_later``) -> the guard taken there.
         self.guarded_from: dict[int, GuardKey] = {}
+        # Guards taken by a function known by its code alone (``guard_by_code``).
+        self.guards_taken: set[int] = set()
         # Detours swept where they run (``detour``): first address -> the address after.
         self.skipped: dict[int, int] = {}
         self.rejoined: dict[int, State] = {}  # where a detour jumps back to -> its state
@@ -841,6 +843,8 @@ class FunctionWalk:
                 self.guarded_from[later] = key
             else:
                 self.events.append((GUARD, taken, key, 0))
+        elif name is None and arguments and following is not None:
+            self.guard_by_code(arguments[0], following)
         if passed:
             self.keyed_call(resolved, arguments)
         if passed or result is not None:
@@ -850,6 +854,38 @@ class FunctionWalk:
             self.summary.callees[(resolved.follow, constants) if constants
                                  else resolved.follow] = None
             self.events.append((CALL, resolved.follow, constants or None, 0))
+
+    def guard_by_code(self, argument: Value | None, following: int) -> None:
+        """A function without a name passed a global's address: a copy of the C++
+        runtime's ``__cxa_guard_acquire`` linked in (``-static-libstdc++``) when the
+        code tested that byte before and branches on the call's result
+        (``acquires_guard``); its release or abort when that guard is held."""
+        if argument is None or not argument.exact or argument.page or argument.got is not None \
+                or argument.address is None:
+            return
+        address = argument.address
+        if address in self.guards_taken:
+            self.guards_taken.discard(address)
+            self.events.append((GUARD, False, address, 0))
+            return
+        if not self.acquires_guard(address, following):
+            return
+        self.guards_taken.add(address)
+        key = self.index.data_key(address)
+        if key is not None:
+            self.events.append((GUARD_BYTE, key, None, 0))
+        later = self.built_later(following)
+        if later is not None:
+            self.guarded_from[later] = address
+        else:
+            self.events.append((GUARD, True, address, 0))
+
+    def acquires_guard(self, address: int, following: int) -> bool:
+        """Whether the call before ``following``, passed the byte at ``address``, is the
+        acquisition of a function-local static's guard: the function tested the byte
+        against zero, and the code tests what the call returns (an instruction set that
+        does not say: no)."""
+        return False
 
     def arguments_taken(self, callee: Target | None) -> int | None:
         """How many argument registers the callee can read (None: all of them)."""

@@ -134,6 +134,19 @@ def _flag_byte(instruction: tuple[int, int, str, str], value: str) -> int | None
     return at + size + displacement if displacement is not None else None
 
 
+def _byte_read(instruction: tuple[int, int, str, str]) -> int | None:
+    """The global byte ``movzx e.., byte ptr [rip + d]`` loads or ``cmp byte ptr
+    [rip + d], 0`` tests."""
+    if instruction[2] == "cmp":
+        return _flag_byte(instruction, ", 0")
+    at, size, mnemonic, operands = instruction
+    if mnemonic != "movzx" or ", byte ptr [rip + " not in operands:
+        return None
+    inside = operands[operands.index("[rip + ") + 7:operands.index("]")]
+    displacement = immediate(inside.strip())
+    return at + size + displacement if displacement is not None else None
+
+
 def _on_frame_only(operands: str) -> bool:
     """Whether the memory the operands name, if any, is the stack frame or the thread's
     stack protector value."""
@@ -161,6 +174,16 @@ class X86Walk(FunctionWalk):
         if mnemonic in _X86_CONDITIONAL or mnemonic in _X86_JUMPS:
             return immediate(operands)
         return None
+
+    def acquires_guard(self, address: int, following: int) -> bool:
+        """``test eax, eax`` and ``je``/``jne`` after the call, and the byte read as
+        ``movzx e.., byte ptr [rip + d]`` or compared by ``cmp byte ptr [rip + d], 0``
+        somewhere in the function (the way taken when the static is built already)."""
+        after = self.instructions_at(following, 2)
+        if len(after) != 2 or after[0][2:] != ("test", "eax, eax") \
+                or after[1][2] not in ("je", "jne") or not self.sized:
+            return False
+        return any(_byte_read(instruction) == address for instruction in self.instructions)
 
     def sets_guard_byte(self, following: int, target: int) -> bool:
         """``cmp byte ptr [rip + d], 0``, ``je``/``jne``, and ``mov byte ptr [rip + e], 1``
