@@ -49,6 +49,15 @@ _A64_TRANSFER = ("ld", "st", "sw", "ca")
 _A64_ARGUMENT_NUMBERS = frozenset("01234567")  # x0-x7, w0-w7 (after the x or w)
 
 
+# A guard's test: a load of the word or byte (``ldr x1, [x2, #0x10]``), then ``tbz w1, #0``
+# (or ``cbz``) to where it is zero; its set: ``mov x3, #1`` and a store of x3 there.
+_A64_GUARD_LOAD = re.compile(r"ld(?:a?r|a?rb) [wx](\d+), \[(x\d+)(?:, #(0x[0-9a-f]+|\d+))?\]$")
+_A64_GUARD_STORE = re.compile(r"st(?:l?r|l?rb) [wx](\d+), \[(x\d+)(?:, #(0x[0-9a-f]+|\d+))?\]$")
+_A64_ONE = re.compile(r"mov [wx](\d+), #1$")
+_GUARD_LOOKBACK = 6  # instructions between the guard's load and the branch on it
+_GUARD_SET_REACH = 8  # instructions into the way taken when it is zero
+
+
 def _stores_zero(operands: str) -> bool:
     """``str wzr, [x0]``, ``stp xzr, xzr, [x1, #8]``: only the zero register is stored."""
     stored = operands[: operands.find("[")].rstrip(", ").split(", ")
@@ -104,6 +113,68 @@ class Arm64Walk(FunctionWalk):
             return None
         target = immediate(found[0][3][4:].lstrip("#"))
         return target if target is not None and following < target < self.end else None
+
+    def guard_set_behind(self, following: int, target: int) -> tuple[int, int] | None:
+        """``ldr x1, [x2, #0x10]`` (or ``ldrb``, ``ldar``) a few instructions before
+        ``tbz w1, #0`` (``cbz``, ``tbnz``, ``cbnz``), and ``mov x3, #1`` then ``str x3,
+        [x2, #0x10]`` on the way taken when it is zero, x2 unchanged."""
+        after = self.index_of(following)
+        if after is None or after < 2:
+            return None
+        mnemonic, operands = self.instructions[after - 1][2:]
+        tested, *rest = operands.split(", ")
+        if mnemonic not in ("cbz", "cbnz", "tbz", "tbnz") \
+                or (mnemonic[0] == "t" and rest[:1] != ["#0"]):
+            return None
+        loaded = self._guard_load(after - 1, tested[1:])
+        base = self.state.get(loaded[0]) if loaded is not None else None
+        # An adrp page plus the load's offset is an address as exact as adrp and add make.
+        if loaded is None or base is None or base.address is None or not base.exact \
+                or base.got is not None:
+            return None
+        zero = target if mnemonic in ("tbz", "cbz") else following
+        start = self.index_of(zero)
+        if start is None or not self._sets_one(start, loaded):
+            return None
+        return base.address + loaded[1], zero
+
+    def _guard_load(self, branch: int, tested: str) -> tuple[str, int] | None:
+        """(base register, offset) of the load into register number ``tested`` within the
+        few instructions before the one at index ``branch``, the base unchanged since."""
+        written: set[str] = set()
+        for at in range(branch - 1, max(branch - _GUARD_LOOKBACK, 0) - 1, -1):
+            mnemonic, operands = self.instructions[at][2:]
+            destination = operands.partition(", ")[0]
+            if destination[1:] == tested and destination[:1] in "wx":
+                found = _A64_GUARD_LOAD.match(f"{mnemonic} {operands}")
+                if found is None or found.group(2) in written:
+                    return None
+                return found.group(2), immediate(found.group(3) or "0") or 0
+            if mnemonic in _A64_STOPS or self.control_transfer(mnemonic, operands):
+                return None
+            if not mnemonic.startswith("st"):
+                written.add(_a64_register(destination) or destination)
+        return None
+
+    def _sets_one(self, start: int, loaded: tuple[str, int]) -> bool:
+        """Whether the instructions from index ``start`` store 1 where ``loaded`` says,
+        before anything branches or changes the base register."""
+        ones: set[str] = set()
+        for _at, _size, mnemonic, operands in self.instructions[start:start + _GUARD_SET_REACH]:
+            text = f"{mnemonic} {operands}"
+            stored = _A64_GUARD_STORE.match(text)
+            if stored is not None and stored.group(1) in ones and stored.group(2) == loaded[0] \
+                    and (immediate(stored.group(3) or "0") or 0) == loaded[1]:
+                return True
+            if mnemonic in _A64_STOPS or self.branch_target(mnemonic, operands) is not None:
+                return False
+            one = _A64_ONE.match(text)
+            if one is not None:
+                ones.add(one.group(1))
+            elif not mnemonic.startswith("st") and \
+                    _a64_register(operands.partition(", ")[0]) == loaded[0]:
+                return False
+        return False
 
     def flag_set_path(self, first: int) -> int | None:
         """``ldrb w1, [x0, #48]`` then ``cbnz w1, …`` (``cbz``, ``tbnz w1, #0``,

@@ -573,9 +573,12 @@ class FunctionWalk:
         the code after it is not reached from here."""
         taken = self.decided(condition, following, target) \
             if condition is not None and self.flags is not None else None
-        if self.sized and self.instructions and self.sets_guard_byte(following, target):
-            self.guard_byte()
-        if taken is None and self.detour(following, target):
+        guard = self.guard_set_behind(following, target) \
+            if self.sized and self.instructions else None
+        if guard is not None:
+            self.guard_byte(guard[0])
+        if taken is None and guard is not None and guard[1] == target \
+                and self.detour(following, target):
             return True
         if taken is None or taken:
             self.branch(target)
@@ -583,15 +586,16 @@ class FunctionWalk:
 
     def detour(self, following: int, target: int) -> bool:
         """A branch on a guard byte forward to a stretch laid out further down that
-        sets the byte, runs straight and jumps back up into the code after the branch
-        (gcc -flto's constructions of inline variables, moved past the return):
-        swept here, where it runs, and skipped when the sweep reaches it, so that
-        what it builds comes before what the code after the branch reads of it.
-        True when it was; its end state meets the code it jumps back to."""
+        sets the byte (``guard_set_behind``), runs straight and jumps back up into the
+        code after the branch (gcc -flto's constructions of inline variables, moved
+        past the return): swept here, where it runs, and skipped when the sweep
+        reaches it, so that what it builds comes before what the code after the
+        branch reads of it.  True when it was; its end state meets the code it
+        jumps back to."""
         if not self.sized or self.paths is not None or not self.instructions:
             return False
         found = self.detour_at(following, target)
-        if found is None or not self.builds_behind_flag(following, *found[:2]):
+        if found is None:
             return False
         first, last, rejoin = found
         kept = self.state
@@ -608,24 +612,19 @@ class FunctionWalk:
             self.state = kept
         return True
 
-    def guard_byte(self) -> None:
-        """The global byte just read (the branch's test) is a guard byte."""
-        last = self.events[-1] if self.events else None
-        if last is not None and last[0] == READ and type(last[1]) is str:
-            self.events.append((GUARD_BYTE, last[1], None, 0))
+    def guard_byte(self, address: int) -> None:
+        """The global at ``address`` (the branch's test) is a guard byte."""
+        key = self.index.data_key(address)
+        if key is not None:
+            self.events.append((GUARD_BYTE, key, None, 0))
 
-    def sets_guard_byte(self, following: int, target: int) -> bool:
-        """Whether the branch before ``following`` tests a global byte against zero and
-        the way it goes when the byte is zero sets it to 1 within a few instructions
-        (an instruction set that does not say: no)."""
-        return False
-
-    def builds_behind_flag(self, following: int, first: int, last: int) -> bool:
-        """Whether the branch before ``following`` tests a global byte against zero and
-        the detour (instructions ``first`` to ``last``) sets that byte to 1: a guard
-        byte and the construction behind it (an instruction set that does not say:
-        no)."""
-        return False
+    def guard_set_behind(self, following: int, target: int) -> tuple[int, int] | None:
+        """(the guard's address, where the code goes when it is zero) when the branch
+        before ``following`` tests a global against zero and the way it goes when
+        that is zero sets it to 1 within a few instructions, before anything
+        branches: a guard and the construction behind it (an instruction set that
+        does not say: None)."""
+        return None
 
     def detour_at(self, following: int, target: int) -> tuple[int, int, int] | None:
         """(index of its first instruction, of its jump back, where it jumps) of the

@@ -185,34 +185,23 @@ class X86Walk(FunctionWalk):
             return False
         return any(_byte_read(instruction) == address for instruction in self.instructions)
 
-    def sets_guard_byte(self, following: int, target: int) -> bool:
+    def guard_set_behind(self, following: int, target: int) -> tuple[int, int] | None:
         """``cmp byte ptr [rip + d], 0``, ``je``/``jne``, and ``mov byte ptr [rip + e], 1``
-        to the same byte on the way taken when it is zero, before anything branches."""
+        to the same byte on the way taken when it is zero."""
         after = self.index_of(following)
         if after is None or after < 2 or self.instructions[after - 1][2] not in ("je", "jne"):
-            return False
+            return None
         tested = _flag_byte(self.instructions[after - 2], ", 0")
-        zero = self.index_of(target if self.instructions[after - 1][2] == "je" else following)
-        if tested is None or zero is None:
-            return False
-        for instruction in self.instructions[zero:zero + _GUARD_SET_REACH]:
+        zero = target if self.instructions[after - 1][2] == "je" else following
+        start = self.index_of(zero)
+        if tested is None or start is None:
+            return None
+        for instruction in self.instructions[start:start + _GUARD_SET_REACH]:
             if _flag_byte(instruction, ", 1") == tested:
-                return True
+                return tested, zero
             if instruction[2] in _X86_STOPS or self.branch_target(*instruction[2:]) is not None:
-                return False
-        return False
-
-    def builds_behind_flag(self, following: int, first: int, last: int) -> bool:
-        """``cmp byte ptr [rip + d], 0`` right before the branch, and ``mov byte ptr
-        [rip + e], 1`` to the same byte in the detour."""
-        after = self.index_of(following)
-        branch = after - 1 if after is not None else -1
-        if branch < 1:
-            return False
-        tested = _flag_byte(self.instructions[branch - 1], ", 0")
-        return tested is not None and any(
-            _flag_byte(instruction, ", 1") == tested
-            for instruction in self.instructions[first:last])
+                return None
+        return None
 
     def built_later(self, following: int) -> int | None:
         found = self.instructions_at(following, 2)
