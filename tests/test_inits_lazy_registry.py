@@ -49,7 +49,7 @@ def test_nothing_is_charged_stripped_or_not(machine: str, program: str,
     assert found == []
 
 
-@pytest.mark.parametrize("machine", ["x86_64"])
+@pytest.mark.parametrize("machine", MACHINES)
 def test_a_guard_known_by_its_code(machine: str, tmp_path: Path) -> None:
     """With the C++ runtime linked in and stripped, ``__cxa_guard_acquire`` is a function
     without a name: called with a byte the code tested, its result branched on, it is

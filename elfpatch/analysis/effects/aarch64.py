@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 
+from elfpatch.analysis.effects.summary import READ
 from elfpatch.analysis.effects.walk import FunctionWalk, Value, immediate
 from elfpatch.elf.constants import EM_AARCH64
 
@@ -113,6 +114,16 @@ class Arm64Walk(FunctionWalk):
             return None
         target = immediate(found[0][3][4:].lstrip("#"))
         return target if target is not None and following < target < self.end else None
+
+    def acquires_guard(self, address: int, following: int) -> bool:
+        """``cbz w0``/``cbnz w0`` after the call, and the guard read before it in this
+        function (``ldar x1, [x0]``, on the way taken when the static is built)."""
+        after = self.instructions_at(following, 1)
+        if not after or after[0][2] not in ("cbz", "cbnz") or not after[0][3].startswith("w0, "):
+            return False
+        key = self.index.data_key(address)
+        return key is not None and any(event[0] == READ and event[1] == key
+                                       for event in self.events)
 
     def guard_set_behind(self, following: int, target: int) -> tuple[int, int] | None:
         """``ldr x1, [x2, #0x10]`` (or ``ldrb``, ``ldar``) a few instructions before
