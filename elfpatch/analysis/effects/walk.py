@@ -367,7 +367,11 @@ class FunctionWalk:
         return False
 
     def instructions_at(self, address: int, count: int) -> list[tuple[int, int, str, str]]:
-        """The first ``count`` instructions at ``address`` (fewer where the code ends)."""
+        """The first ``count`` instructions at ``address`` (fewer where the code ends):
+        from a sized function's own list when they are in it, else decoded."""
+        at = self.index_of(address) if self.sized and self.instructions else None
+        if at is not None:
+            return self.instructions[at:at + count]
         code = self.index.code_at(address, _STRAIGHT_LINE_BYTES)
         if code is None:
             return []
