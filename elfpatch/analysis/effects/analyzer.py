@@ -63,6 +63,11 @@ if TYPE_CHECKING:
 
 ARCHITECTURES = ("x86_64", "aarch64")  # modules of this package
 
+# How far the code an initializer (or a destructor) runs is followed: calls this
+# deep, and at most this many functions, breadth first.
+CALL_DEPTH = 4
+FUNCTION_BUDGET = 64
+
 # Bytes disassembled at most per function: a known size is cut there, an
 # unknown one (no symbol) is swept until it returns or jumps away.
 MAX_FUNCTION_BYTES = 1 << 20
@@ -97,8 +102,8 @@ def _walks() -> dict[int, type[FunctionWalk]]:
     return walks
 
 
-def initializer_effects(elf: ElfFile, address: int, *, max_depth: int = 4,
-                        max_functions: int = 64) -> Effects:
+def initializer_effects(elf: ElfFile, address: int, *, max_depth: int = CALL_DEPTH,
+                        max_functions: int = FUNCTION_BUDGET) -> Effects:
     """The effects of the initializer at ``address`` (see ``EffectsAnalyzer`` for many)."""
     analyzer = EffectsAnalyzer(elf)
     return analyzer.labelled(analyzer.effects(address, max_depth=max_depth,
@@ -169,8 +174,8 @@ class EffectsAnalyzer:
         return engine
 
     # -- composing -----------------------------------------------------------------
-    def effects(self, address: int, *, max_depth: int = 4, max_functions: int = 64,
-                settle: bool = True) -> Effects:
+    def effects(self, address: int, *, max_depth: int = CALL_DEPTH,
+                max_functions: int = FUNCTION_BUDGET, settle: bool = True) -> Effects:
         """What the function at ``address`` and the functions it calls do.
 
         ``settle=False`` leaves the pointers it passes to this object's
@@ -185,8 +190,8 @@ class EffectsAnalyzer:
         collector.function(address)
         return collector.effects(not stopped, stopped)
 
-    def path_to(self, root: int, subjects: Collection[str], *, max_depth: int = 4,
-                max_functions: int = 64) -> list[FunctionKey] | None:
+    def path_to(self, root: int, subjects: Collection[str], *, max_depth: int = CALL_DEPTH,
+                max_functions: int = FUNCTION_BUDGET) -> list[FunctionKey] | None:
         """The calls from the function at ``root`` down to the first function (breadth
         first, within the budget ``effects`` follows) whose own code touches one of
         ``subjects`` (reads, writes or passes it on), both ends included; None when
@@ -218,8 +223,8 @@ class EffectsAnalyzer:
                 if key.startswith("0x")}
         return rekeyed(effects, keys)
 
-    def parts(self, address: int, *, max_depth: int = 4, max_functions: int = 64,
-              by_code: bool = False) -> list[Part]:
+    def parts(self, address: int, *, max_depth: int = CALL_DEPTH,
+              max_functions: int = FUNCTION_BUDGET, by_code: bool = False) -> list[Part]:
         """A merged initializer split into the initializers it runs, in call order.
 
         Each call to a per-TU initializer is a part; the merged function's own
@@ -314,8 +319,8 @@ class EffectsAnalyzer:
             stopped[StopReason.DEPTH] = None  # callees deeper than max_depth were left out
         return reached, stopped
 
-    def prefetch(self, roots: Sequence[int], alongside: Alongside, *, max_depth: int = 4,
-                 max_functions: int = 64) -> None:
+    def prefetch(self, roots: Sequence[int], alongside: Alongside, *, max_depth: int = CALL_DEPTH,
+                 max_functions: int = FUNCTION_BUDGET) -> None:
         """Sweep now every function that ``effects`` of each of ``roots`` will follow,
         one call depth at a time, each depth's new functions shared out between two
         halves (``alongside``); later ``effects`` calls then only compose.
