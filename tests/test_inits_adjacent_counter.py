@@ -15,10 +15,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from support.inits import MACHINES, inits_of, printed, risks, scenario, strip_unneeded
+from support.inits import MACHINES, ORDER_KINDS, inits_of, printed, risks, scenario, strip_unneeded
 from support.readelf import readelf_symbols
 
-ORDER_KINDS = ("init-order", "link-order-dependence")
 # Each output, with the program whose run tells whether the read came first.
 OUTPUTS = [("options_first", "options_first"), ("registry_first", "registry_first"),
            ("liboptions_first.so", "options_first"), ("libregistry_first.so", "registry_first")]

@@ -13,17 +13,16 @@ import pytest
 from support.inits import (
     ASAN_DEFAULT,
     MACHINES,
+    ORDER_KINDS,
     asan_build,
     asan_reader,
     inits_of,
+    order_risks_when_stripped,
     printed,
     risks,
-    same_when_stripped,
     scenario,
     strip_unneeded,
 )
-
-ORDER_KINDS = ("init-order", "link-order-dependence")
 
 
 @pytest.mark.parametrize(("program", "early", "reader"), [("early_first", "0", "early.cpp"),
@@ -40,7 +39,7 @@ def test_the_oracles(program: str, early: str, reader: str | None) -> None:
 def test_the_read_is_charged_stripped_or_not(machine: str, program: str, severity: str,
                                             kind: str, tmp_path: Path) -> None:
     path = scenario("called_constructor", machine).path(program)
-    (found,) = risks(same_when_stripped(machine, path, tmp_path), *ORDER_KINDS)
+    (found,) = order_risks_when_stripped(machine, path, tmp_path)
     assert (found["severity"], found["kind"], found["object"]) == (severity, kind, "counter")
     assert found["message"].startswith("early.cpp reads counter")
 

@@ -19,6 +19,7 @@ from support.inits import (
     ASAN_DEFAULT,
     ASAN_STRICT,
     MACHINES,
+    ORDER_KINDS,
     asan_build,
     asan_reader,
     charged_only_the_reader,
@@ -32,7 +33,6 @@ from support.inits import (
 
 CONFIG_NAME = "_Z11config_nameB5cxx11"
 PROGRAMS = ["config_last", "config_first", "config_last_lto", "config_first_lto"]
-ORDER_KINDS = ("init-order", "link-order-dependence")
 
 
 def order_findings(record: dict) -> list[dict]:

@@ -18,14 +18,13 @@ import pytest
 from conftest import run_elfpatch
 from support.inits import (
     MACHINES,
+    ORDER_KINDS,
     inits_of,
     printed,
     risks,
     same_when_stripped,
     scenario,
 )
-
-ORDER_KINDS = ("init-order", "link-order-dependence")
 
 
 @pytest.mark.parametrize("machine", MACHINES)

@@ -20,6 +20,7 @@ import pytest
 from support.inits import (
     ASAN_STRICT,
     MACHINES,
+    ORDER_KINDS,
     asan_build,
     asan_reader,
     charged_only_the_reader,
@@ -33,7 +34,6 @@ from support.inits import (
 from support.readelf import symtab_address
 
 PROGRAMS = ["config_last", "config_first", "config_last_lto", "config_first_lto"]
-ORDER_KINDS = ("init-order", "link-order-dependence")
 
 
 @pytest.mark.parametrize("machine", MACHINES)

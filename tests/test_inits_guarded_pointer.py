@@ -16,16 +16,16 @@ import pytest
 from support.inits import (
     ASAN_DEFAULT,
     MACHINES,
+    ORDER_KINDS,
     asan_build,
     asan_reader,
     inits_of,
+    order_risks_when_stripped,
     printed,
     risks,
     same_when_stripped,
     scenario,
 )
-
-ORDER_KINDS = ("init-order", "link-order-dependence")
 
 
 @pytest.mark.parametrize(("program", "reader"), [("early_first", "early.cpp"),
@@ -43,7 +43,7 @@ def test_asan_agrees(program: str, reader: str | None) -> None:
 def test_the_lock_is_charged_stripped_or_not(machine: str, program: str, severity: str,
                                             kind: str, tmp_path: Path) -> None:
     path = scenario("guarded_pointer", machine).path(program)
-    (found,) = risks(same_when_stripped(machine, path, tmp_path), *ORDER_KINDS)
+    (found,) = order_risks_when_stripped(machine, path, tmp_path)
     assert (found["severity"], found["kind"]) == (severity, kind)
     assert "early.cpp writes into global_lock" in inits_of(path)["risks"][0]["message"]
     assert found["via"] == ["on_shutdown()", "Mutex::lock()"]
@@ -57,7 +57,7 @@ def test_a_priority_initializer_is_charged(machine: str, tmp_path: Path) -> None
     """``priority.cpp`` takes the lock at init_priority 101, before every default-
     priority initializer; ``early.cpp`` comes before ``lock.cpp`` in link order."""
     path = scenario("guarded_pointer", machine).path("priority_users")
-    found = risks(same_when_stripped(machine, path, tmp_path), *ORDER_KINDS)
+    found = order_risks_when_stripped(machine, path, tmp_path)
     assert {(r["severity"], r["kind"]) for r in found} == {("error", "init-order")}
     assert sorted(r["message"].partition(" writes into ")[0] for r in found) == [
         "early.cpp", "priority.cpp"]

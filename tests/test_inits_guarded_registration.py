@@ -11,9 +11,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from support.inits import MACHINES, printed, risks, same_when_stripped, scenario
-
-ORDER_KINDS = ("init-order", "link-order-dependence")
+from support.inits import (
+    MACHINES,
+    ORDER_KINDS,
+    order_risks_when_stripped,
+    printed,
+    risks,
+    same_when_stripped,
+    scenario,
+)
 
 
 @pytest.mark.parametrize("machine", MACHINES)
@@ -21,7 +27,7 @@ def test_the_lost_registration_is_an_error(machine: str, tmp_path: Path) -> None
     built = scenario("guarded_registration", machine)
     assert printed(built, "plugin_first") == {"ready": "1", "size": "1"}
     for path in (built.path("plugin_first"), built.path("libplugin_first.so")):
-        found = risks(same_when_stripped(machine, path, tmp_path), *ORDER_KINDS)
+        found = order_risks_when_stripped(machine, path, tmp_path)
         assert [(r["severity"], r["kind"]) for r in found] == [("error", "init-order")]
         assert "plugin.cpp writes into registry (a registration)" in found[0]["message"]
 

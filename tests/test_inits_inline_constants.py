@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from support.inits import (
     MACHINES,
+    ORDER_KINDS,
     inits_of,
     printed,
     risks,
@@ -20,8 +21,6 @@ from support.inits import (
     scenario,
     strip_unneeded,
 )
-
-ORDER_KINDS = ("init-order", "link-order-dependence")
 
 
 @pytest.mark.parametrize("machine", MACHINES)

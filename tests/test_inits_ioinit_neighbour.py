@@ -14,13 +14,12 @@ from pathlib import Path
 import pytest
 from support.inits import (
     MACHINES,
+    ORDER_KINDS,
     printed,
     risks,
     same_when_stripped,
     scenario,
 )
-
-ORDER_KINDS = ("init-order", "link-order-dependence")
 
 
 @pytest.mark.parametrize("machine", MACHINES)

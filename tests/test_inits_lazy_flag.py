@@ -16,10 +16,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from support.inits import MACHINES, inits_of, printed, risks, scenario, strip_unneeded
+from support.inits import MACHINES, ORDER_KINDS, inits_of, printed, risks, scenario, strip_unneeded
 
 LIBRARIES = ["liba_first.so", "libb_first.so", "liba_first_lto.so"]
-ORDER_KINDS = ("init-order", "link-order-dependence")
 
 
 @pytest.mark.parametrize("machine", MACHINES)

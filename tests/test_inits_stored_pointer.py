@@ -14,12 +14,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from support.inits import MACHINES, inits_of, printed, risks, scenario, strip_unneeded
+from support.inits import MACHINES, ORDER_KINDS, inits_of, printed, risks, scenario, strip_unneeded
 
 from elfpatch.analysis.effects.names import argument_registers
 from elfpatch.cxx.names import parameter_types
 
-ORDER_KINDS = ("init-order", "link-order-dependence")
 PROGRAMS = ["stored_first", "stored_last", "stored_first_lto"]
 
 

@@ -14,9 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from support.inits import MACHINES, inits_of, printed, risks, scenario, strip_unneeded
-
-ORDER_KINDS = ("init-order", "link-order-dependence")
+from support.inits import MACHINES, ORDER_KINDS, inits_of, printed, risks, scenario, strip_unneeded
 
 
 def findings(path: Path) -> list[tuple[str, bool]]:

@@ -65,6 +65,10 @@ def inits_of(path: Path, *options: str) -> dict:
     return record
 
 
+# The findings of an order between initializers (the rest: exit-time destructors).
+ORDER_KINDS = ("init-order", "link-order-dependence")
+
+
 def risks(record: dict, *kinds: str) -> list[dict]:
     """The risks of one file's record, of the given kinds (all but exit-time destructors)."""
     return [r for r in record["risks"]
@@ -139,6 +143,12 @@ def same_when_stripped(machine: str, path: Path, folder: Path) -> dict:
     assert risk_identities(stripped) == risk_identities(plain), (plain["risks"],
                                                                  stripped["risks"])
     return plain
+
+
+def order_risks_when_stripped(machine: str, path: Path, folder: Path) -> list[dict]:
+    """``path``'s init-order and link-order findings, once its stripped copy (in ``folder``)
+    is checked to give the same (``same_when_stripped``)."""
+    return risks(same_when_stripped(machine, path, folder), *ORDER_KINDS)
 
 
 ASAN = ("-fsanitize=address", "-g")
