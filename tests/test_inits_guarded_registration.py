@@ -34,7 +34,7 @@ def test_the_lost_registration_is_an_error(machine: str, tmp_path: Path) -> None
 
 @pytest.mark.parametrize("machine", MACHINES)
 def test_the_right_order_is_a_link_order_dependence(machine: str, tmp_path: Path) -> None:
-    """Stripped too: the once-only flag just past the registry is an object of its own
+    """Stripped too: ``plugin_ready``, just past the registry, is an object of its own
     (before, it was taken for the registry's member, and the warning was missing)."""
     built = scenario("guarded_registration", machine)
     assert printed(built, "registry_first") == {"ready": "1", "size": "2"}

@@ -183,9 +183,9 @@ class Effects:
 
 
 UNKNOWN_EFFECTS = Effects((), (), (), (), (), False, False)
-# (global, function, position, another object's, passed under a guard, before the
-# code touched the global otherwise: what the function does with it is its first touch)
-Pending = tuple[str, int, int, bool, bool, bool]
+# (global, function, position, another object's, passed under a guard, how many globals
+# the code had touched when it passed it: where the pass comes in ``first_access``)
+Pending = tuple[str, int, int, bool, bool, int]
 
 
 @dataclass
@@ -371,7 +371,7 @@ class Collector:
                     continue
                 if self.use is None:
                     self.pending.append((subject, callee, position, kind == PASS_FOREIGN,
-                                         self.guarded > 0, subject not in first))
+                                         self.guarded > 0, len(first)))
                 else:
                     self.pass_on(subject, self.use(callee, position), kind == PASS_FOREIGN)
             elif kind == UNKNOWN_PASS:
@@ -514,7 +514,10 @@ def settle(effects: Effects, use: PendingUse) -> Effects:
     before the reads that follow it)."""
     if not effects.pending:
         return effects
-    ahead = {pending[0] for pending in effects.pending if pending[5]}
+    # A global's first touch, by where it comes among the code's first touches.
+    touched_at = {key: at for at, (key, _written) in enumerate(effects.first_access)}
+    ahead = {pending[0] for pending in effects.pending
+             if touched_at.get(pending[0], len(touched_at)) >= pending[5]}
     collector = Collector({}, None)
     collector.reads = dict.fromkeys(effects.reads)
     collector.reads.update(dict.fromkeys(effects.assumed, True))
@@ -528,7 +531,7 @@ def settle(effects: Effects, use: PendingUse) -> Effects:
     collector.lazy = dict.fromkeys(effects.lazy)
     collector.updates = dict.fromkeys(effects.updates)
     collector.changed = dict.fromkeys(effects.changed)
-    for symbol, callee, position, foreign, guarded, _ahead in effects.pending:
+    for symbol, callee, position, foreign, guarded, _touched in effects.pending:
         found = use(symbol, callee, position, foreign)
         collector.guarded = int(guarded)
         collector.pass_on(symbol, found or 0, foreign)
@@ -563,12 +566,16 @@ def object_keys(groups: Iterable[Iterable[str]], written: Iterable[str] = (),
     An address belongs to the object starting at the nearest address at or below
     it that code takes as a pointer (within ``MEMBER_REACH``) only if some one
     function touches both it and that object's start, and every function that
-    stores to it also stores to that start or takes it as a pointer: a
+    stores to it also stores to that start or takes it as a pointer, and some
+    function that stores to the start (if any does) touches that address or one
+    past it: a
     constructor writes a string's pointer, size and buffer together, while a
     counter that happens to lie just past a string is bumped by functions that
     never touch the string (LLVM's command-line options each bump one, the
-    string's own TU too), and a global just past another is set from it by an
-    initializer that only reads it.  An address no code writes
+    string's own TU too), a global just past another is set from it by an
+    initializer that only reads it, and one just past a registry is set by the
+    initializer that registers into it, which the registry's own constructor
+    never touches.  An address no code writes
     (``written``: the keys any code writes or builds) is read only, as a member
     read apart from the rest is (a string's size at +8, its constructor being
     another library's code): it joins the object within ``READ_MEMBER_REACH``.
@@ -606,6 +613,7 @@ def object_keys(groups: Iterable[Iterable[str]], written: Iterable[str] = (),
     wanted = {address for _key, address, _start in near}
     by_address = _groups_holding(wanted, pieces)
     stored_by = _groups_storing(wanted, marked, addresses, stored)
+    reach = _builders_reach({start for _key, _address, start in near}, pieces, stored)
     changed = {addresses[key] if key in addresses else int(key[1:], 16)
                for key in written if key[:1] in _MARKS}
     # Each address an object of its own (made in C), then those just past a start that
@@ -613,7 +621,8 @@ def object_keys(groups: Iterable[Iterable[str]], written: Iterable[str] = (),
     placed = dict(zip(addresses, map(_UNMARKED, addresses), strict=True))
     for key, address, start in near:
         together = any(start in piece for piece in by_address.get(address, ())) \
-            and all(start in piece for piece in stored_by.get(address, ()))
+            and all(start in piece for piece in stored_by.get(address, ())) \
+            and reach.get(start, address) >= address
         if together or not (address in changed or address - start >= READ_MEMBER_REACH):
             placed[key] = f"{start:#x}"
     return placed
@@ -655,6 +664,20 @@ def _groups_storing(wanted: set[int], marked: list[list[str]], addresses: dict[s
         for address in hit:
             by_address.setdefault(address, []).append(built)
     return by_address
+
+
+def _builders_reach(wanted: set[int], pieces: list[frozenset[int]],
+                    stored: list[frozenset[int]]) -> dict[int, int]:
+    """Each of the ``wanted`` starts that some group stores to -> the highest address
+    such a group touches: how far the object's constructor shows it extends."""
+    reach: dict[int, int] = {}
+    for piece, stores in zip(pieces, stored, strict=True):
+        hit = stores & wanted
+        if hit:
+            highest = max(piece)
+            for start in hit:
+                reach[start] = max(reach.get(start, highest), highest)
+    return reach
 
 
 def _object_starts(anchors: list[int], marked: list[list[str]], pieces: list[frozenset[int]],
@@ -718,8 +741,12 @@ def rekeyed(effects: Effects, keys: dict[str, str]) -> Effects:
         return tuple(dict.fromkeys(map(keys.get, items, items)))  # keys.get(k, k), in C
 
     first: dict[str, bool] = {}
+    # How many globals were touched first before each place in the old order, once two
+    # keys of one object are one (where a pending pass comes in the new order).
+    placed = [0]
     for key, written in effects.first_access:
         first.setdefault(keys.get(key, key), written)
+        placed.append(len(first))
     reads, writes = each(effects.reads), each(effects.writes)
     touched = set(reads) | set(writes)
     # Two keys of one object: its read is assumed only if each key's read was.
@@ -731,7 +758,7 @@ def rekeyed(effects: Effects, keys: dict[str, str]) -> Effects:
         passed=each(effects.passed), first_access=tuple(first.items()),
         atexit=tuple(dataclasses.replace(r, object=keys.get(r.object, r.object))
                      if r.object else r for r in effects.atexit),
-        pending=tuple((keys.get(p[0], p[0]), *p[1:]) for p in effects.pending),
+        pending=tuple((keys.get(p[0], p[0]), *p[1:5], placed[p[5]]) for p in effects.pending),
         lazy=each(effects.lazy), updates=each(effects.updates),
         stamped=each(effects.stamped), changed=each(effects.changed), groups=(),
         assumed=tuple(key for key in each(effects.assumed) if key not in seen))
