@@ -59,6 +59,20 @@ _GUARD_LOOKBACK = 6  # instructions between the guard's load and the branch on i
 _GUARD_SET_REACH = 8  # instructions into the way taken when it is zero
 
 
+def _zero_test(mnemonic: str, operands: str) -> tuple[str, int, bool] | None:
+    """(the register tested, where the branch goes, whether it goes there when the
+    register is zero) of ``cbz``/``cbnz w1, …`` and ``tbz``/``tbnz w1, #0, …``."""
+    if mnemonic not in ("cbz", "cbnz", "tbz", "tbnz"):
+        return None
+    tested, _, rest = operands.partition(", ")
+    if mnemonic[0] == "t":
+        bit, _, rest = rest.partition(", ")
+        if bit != "#0":
+            return None
+    target = immediate(rest.lstrip("#"))
+    return (tested, target, mnemonic in ("cbz", "tbz")) if target is not None else None
+
+
 def _stores_zero(operands: str) -> bool:
     """``str wzr, [x0]``, ``stp xzr, xzr, [x1, #8]``: only the zero register is stored."""
     stored = operands[: operands.find("[")].rstrip(", ").split(", ")
@@ -108,19 +122,16 @@ class Arm64Walk(FunctionWalk):
             return immediate(operands.rpartition("#")[2])
         return None
 
-    def built_later(self, following: int) -> int | None:
+    def result_branch(self, following: int) -> tuple[bool, int] | None:
+        """``cbz w0``/``cbnz w0``."""
         found = self.instructions_at(following, 1)
-        if not found or found[0][2] != "cbnz" or not found[0][3].startswith("w0, "):
+        if not found or found[0][2] not in ("cbz", "cbnz") or not found[0][3].startswith("w0, "):
             return None
         target = immediate(found[0][3][4:].lstrip("#"))
-        return target if target is not None and following < target < self.end else None
+        return (found[0][2] == "cbnz", target) if target is not None else None
 
-    def acquires_guard(self, address: int, following: int) -> bool:
-        """``cbz w0``/``cbnz w0`` after the call, and the guard read before it in this
-        function (``ldar x1, [x0]``, on the way taken when the static is built)."""
-        after = self.instructions_at(following, 1)
-        if not after or after[0][2] not in ("cbz", "cbnz") or not after[0][3].startswith("w0, "):
-            return False
+    def tested_before(self, address: int) -> bool:
+        """The guard read earlier in this function's sweep (``ldar x1, [x0]``)."""
         key = self.index.data_key(address)
         return key is not None and any(event[0] == READ and event[1] == key
                                        for event in self.events)
@@ -132,18 +143,16 @@ class Arm64Walk(FunctionWalk):
         after = self.index_of(following)
         if after is None or after < 2:
             return None
-        mnemonic, operands = self.instructions[after - 1][2:]
-        tested, *rest = operands.split(", ")
-        if mnemonic not in ("cbz", "cbnz", "tbz", "tbnz") \
-                or (mnemonic[0] == "t" and rest[:1] != ["#0"]):
+        branch = _zero_test(*self.instructions[after - 1][2:])
+        if branch is None:
             return None
-        loaded = self._guard_load(after - 1, tested[1:])
+        loaded = self._guard_load(after - 1, branch[0][1:])
         base = self.state.get(loaded[0]) if loaded is not None else None
         # An adrp page plus the load's offset is an address as exact as adrp and add make.
         if loaded is None or base is None or base.address is None or not base.exact \
                 or base.got is not None:
             return None
-        zero = target if mnemonic in ("tbz", "cbz") else following
+        zero = target if branch[2] else following
         start = self.index_of(zero)
         if start is None or not self._sets_one(start, loaded):
             return None
@@ -193,19 +202,11 @@ class Arm64Walk(FunctionWalk):
         found = self.instructions_at(first, 2)
         if len(found) != 2 or not found[0][2].startswith("ldr"):
             return None
-        register = found[0][3].partition(", ")[0]
-        at, size, branch, operands = found[1]
-        tested, _, rest = operands.partition(", ")
-        if tested != register:
+        at, size, mnemonic, operands = found[1]
+        branch = _zero_test(mnemonic, operands)
+        if branch is None or branch[0] != found[0][3].partition(", ")[0]:
             return None
-        if branch in ("tbz", "tbnz"):
-            bit, _, rest = rest.partition(", ")
-            if bit != "#0":
-                return None
-        target = immediate(rest.lstrip("#"))
-        if target is None or branch not in ("cbz", "cbnz", "tbz", "tbnz"):
-            return None
-        return target if branch in ("cbnz", "tbnz") else at + size
+        return at + size if branch[2] else branch[1]
 
     def returns_at_once(self, address: int) -> bool:
         for _at, _size, mnemonic, operands in self.instructions_at(address, _SHORT_EXIT):

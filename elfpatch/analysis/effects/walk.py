@@ -353,6 +353,15 @@ class FunctionWalk:
         the static is built: gcc lays the construction out after the rest, and what
         the rest does is not guarded.  None when the construction follows the call
         (or an instruction set that does not say)."""
+        branch = self.result_branch(following)
+        if branch is None or not branch[0]:
+            return None
+        return branch[1] if following < branch[1] < self.end else None
+
+    def result_branch(self, following: int) -> tuple[bool, int] | None:
+        """(taken when the result is nonzero, where it goes) of the branch on the 32-bit
+        result of the call before ``following``, right after it (``test eax, eax;
+        jne``); None for anything else (an instruction set that does not say)."""
         return None
 
     def flag_set_path(self, first: int) -> int | None:
@@ -861,8 +870,8 @@ class FunctionWalk:
     def guard_by_code(self, argument: Value | None, following: int) -> None:
         """A function without a name passed a global's address: a copy of the C++
         runtime's ``__cxa_guard_acquire`` linked in (``-static-libstdc++``) when the
-        code tested that byte before and branches on the call's result
-        (``acquires_guard``); its release or abort when that guard is held."""
+        code tested that byte before (``tested_before``) and branches on the call's
+        result (``result_branch``); its release or abort when that guard is held."""
         if argument is None or not argument.exact or argument.page or argument.got is not None \
                 or argument.address is None:
             return
@@ -871,23 +880,19 @@ class FunctionWalk:
             self.guards_taken.discard(address)
             self.events.append((GUARD, False, address, 0))
             return
-        if not self.acquires_guard(address, following):
+        if self.result_branch(following) is None or not self.tested_before(address):
             return
         self.guards_taken.add(address)
-        key = self.index.data_key(address)
-        if key is not None:
-            self.events.append((GUARD_BYTE, key, None, 0))
+        self.guard_byte(address)
         later = self.built_later(following)
         if later is not None:
             self.guarded_from[later] = address
         else:
             self.events.append((GUARD, True, address, 0))
 
-    def acquires_guard(self, address: int, following: int) -> bool:
-        """Whether the call before ``following``, passed the byte at ``address``, is the
-        acquisition of a function-local static's guard: the function tested the byte
-        against zero, and the code tests what the call returns (an instruction set that
-        does not say: no)."""
+    def tested_before(self, address: int) -> bool:
+        """Whether this function tests the guard at ``address`` itself, on the way taken
+        when the static is built already (an instruction set that does not say: no)."""
         return False
 
     def arguments_taken(self, callee: Target | None) -> int | None:

@@ -123,15 +123,27 @@ _X86_STRING_OPERAND = re.compile(r"\[[re][sd]i\]")
 _GUARD_SET_REACH = 6
 
 
+def _rip_byte(at: int, size: int, operands: str) -> int | None:
+    """The global byte ``byte ptr [rip + d]`` names in the operands of the instruction
+    at ``at`` of ``size`` bytes."""
+    start = operands.find(_RIP_BYTE)
+    if start < 0:
+        return None
+    inside = operands[start + len(_RIP_BYTE):operands.index("]", start)]
+    displacement = immediate(inside.strip())
+    return at + size + displacement if displacement is not None else None
+
+
+_RIP_BYTE = "byte ptr [rip + "
+
+
 def _flag_byte(instruction: tuple[int, int, str, str], value: str) -> int | None:
     """The global byte that ``cmp``/``mov byte ptr [rip + d], value`` names."""
     at, size, mnemonic, operands = instruction
-    if mnemonic not in ("cmp", "mov") or not operands.startswith("byte ptr [rip") \
+    if mnemonic not in ("cmp", "mov") or not operands.startswith(_RIP_BYTE) \
             or not operands.endswith(value):
         return None
-    displacement = immediate(operands[operands.index("+") + 1:operands.index("]")].strip()) \
-        if "+" in operands.partition("]")[0] else None
-    return at + size + displacement if displacement is not None else None
+    return _rip_byte(at, size, operands)
 
 
 def _byte_read(instruction: tuple[int, int, str, str]) -> int | None:
@@ -140,11 +152,7 @@ def _byte_read(instruction: tuple[int, int, str, str]) -> int | None:
     if instruction[2] == "cmp":
         return _flag_byte(instruction, ", 0")
     at, size, mnemonic, operands = instruction
-    if mnemonic != "movzx" or ", byte ptr [rip + " not in operands:
-        return None
-    inside = operands[operands.index("[rip + ") + 7:operands.index("]")]
-    displacement = immediate(inside.strip())
-    return at + size + displacement if displacement is not None else None
+    return _rip_byte(at, size, operands) if mnemonic == "movzx" else None
 
 
 def _on_frame_only(operands: str) -> bool:
@@ -175,15 +183,20 @@ class X86Walk(FunctionWalk):
             return immediate(operands)
         return None
 
-    def acquires_guard(self, address: int, following: int) -> bool:
-        """``test eax, eax`` and ``je``/``jne`` after the call, and the byte read as
-        ``movzx e.., byte ptr [rip + d]`` or compared by ``cmp byte ptr [rip + d], 0``
-        somewhere in the function (the way taken when the static is built already)."""
-        after = self.instructions_at(following, 2)
-        if len(after) != 2 or after[0][2:] != ("test", "eax, eax") \
-                or after[1][2] not in ("je", "jne") or not self.sized:
-            return False
-        return any(_byte_read(instruction) == address for instruction in self.instructions)
+    def tested_before(self, address: int) -> bool:
+        """The byte read as ``movzx e.., byte ptr [rip + d]`` or compared by ``cmp byte
+        ptr [rip + d], 0`` somewhere in the (sized) function."""
+        return self.sized and any(_byte_read(instruction) == address
+                                  for instruction in self.instructions)
+
+    def result_branch(self, following: int) -> tuple[bool, int] | None:
+        """``test eax, eax`` then ``je``/``jne``."""
+        found = self.instructions_at(following, 2)
+        if len(found) != 2 or found[0][2:] != ("test", "eax, eax") \
+                or found[1][2] not in ("je", "jne"):
+            return None
+        target = immediate(found[1][3])
+        return (found[1][2] == "jne", target) if target is not None else None
 
     def guard_set_behind(self, following: int, target: int) -> tuple[int, int] | None:
         """``cmp byte ptr [rip + d], 0``, ``je``/``jne``, and ``mov byte ptr [rip + e], 1``
@@ -202,13 +215,6 @@ class X86Walk(FunctionWalk):
             if instruction[2] in _X86_STOPS or self.branch_target(*instruction[2:]) is not None:
                 return None
         return None
-
-    def built_later(self, following: int) -> int | None:
-        found = self.instructions_at(following, 2)
-        if len(found) != 2 or found[0][2:] != ("test", "eax, eax") or found[1][2] != "jne":
-            return None
-        target = immediate(found[1][3])
-        return target if target is not None and following < target < self.end else None
 
     def flag_set_path(self, first: int) -> int | None:
         """``cmp byte ptr [flag], 0`` or ``movzx eax, byte ptr [flag]`` and ``test al,
