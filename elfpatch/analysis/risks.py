@@ -218,28 +218,35 @@ def updated_by(item: AnalysedInitializer, built: Collection[str]) -> dict[str, N
             if name in writes and name not in built}
 
 
-def constructors_of(initializers: Sequence[AnalysedInitializer],
-                    ) -> tuple[dict[str, int], dict[str, int]]:
-    """Global -> position of the first initializer that constructs it; and the same
-    for those whose code surely does (``constructed_by(surely=True)``), which
-    come first: code of several TUs inlined into one that reads a global and
+# What one initializer builds: (everything, what its code surely builds), the second
+# no bigger than the first (``constructed_by``).
+Claims = tuple[dict[str, None], dict[str, None]]
+
+
+def _claims_of(item: AnalysedInitializer) -> Claims:
+    return constructed_by(item), constructed_by(item, surely=True)
+
+
+def constructors_of(claims: Sequence[Claims]) -> tuple[dict[str, int], dict[str, int]]:
+    """Global -> position of the first initializer that constructs it (``claims``: each
+    initializer's, in run order); and the same for those whose code surely does,
+    which come first: code of several TUs inlined into one that reads a global and
     then writes it may only update what another initializer builds (a lock a
-    -flto priority-101 initializer takes before the default-priority one
-    stores its zero)."""
+    -flto priority-101 initializer takes before the default-priority one stores
+    its zero)."""
     surely: dict[str, int] = {}
     maybe: dict[str, int] = {}
-    for position, item in enumerate(initializers):
-        sure = constructed_by(item, surely=True)
-        for symbol in constructed_by(item):
+    for position, (built, sure) in enumerate(claims):
+        for symbol in built:
             (surely if symbol in sure else maybe).setdefault(symbol, position)
     return {**maybe, **surely}, surely
 
 
-def _own(item: AnalysedInitializer, position: int, surely: Mapping[str, int]) -> dict[str, None]:
+def _own(claims: Claims, position: int, surely: Mapping[str, int]) -> dict[str, None]:
     """What the initializer at ``position`` builds, less what its inlined code only
     may build where another initializer surely does."""
-    sure = constructed_by(item, surely=True)
-    return {symbol: None for symbol in constructed_by(item)
+    built, sure = claims
+    return {symbol: None for symbol in built
             if symbol in sure or surely.get(symbol, position) == position}
 
 
@@ -252,10 +259,11 @@ def order_risks(initializers: Sequence[AnalysedInitializer],
                 objects: Objects = NAMES, via: Via = _no_via) -> list[Risk]:
     """Reads of globals another TU's initializer of the same object constructs
     (``via``: how the reader's code reaches each)."""
-    built, surely = constructors_of(initializers)
+    claims = [_claims_of(item) for item in initializers]
+    built, surely = constructors_of(claims)
     risks = []
     for position, item in enumerate(initializers):
-        own = _own(item, position, surely)
+        own = _own(claims[position], position, surely)
         updated = updated_by(item, own)
         for symbol in dict.fromkeys((*item.effects.reads, *updated)):
             if objects.is_lazy(symbol):
