@@ -13,13 +13,9 @@ from pathlib import Path
 import pytest
 from support.inits import (
     MACHINES,
-    ORDER_KINDS,
-    inits_of,
     order_risks_when_stripped,
     printed,
-    risks,
     scenario,
-    strip_unneeded,
 )
 
 PROGRAMS = ["beta_first", "alpha_first", "beta_first_lto"]
@@ -30,9 +26,7 @@ PROGRAMS = ["beta_first", "alpha_first", "beta_first_lto"]
 def test_no_order_is_charged(machine: str, program: str, tmp_path: Path) -> None:
     built = scenario("once_flag", machine)
     assert printed(built, program) == {"count": "2", "first": "-1", "sum": "30"}
-    path = built.path(program)
-    assert risks(inits_of(path), *ORDER_KINDS) == []
-    assert risks(inits_of(strip_unneeded(machine, path, tmp_path)), *ORDER_KINDS) == []
+    assert order_risks_when_stripped(machine, built.path(program), tmp_path) == []
 
 
 @pytest.mark.parametrize("machine", MACHINES)
