@@ -3,13 +3,16 @@
 ``early.cpp``'s initializer calls ``checked(seed)``, which calls ``fail``
 only for a negative number; ``fail`` reads ``config_name`` to build its
 message and throws, on every way through it, without being declared
-``[[noreturn]]``.  ``reader.cpp`` really reads ``config_name`` early.  The
-oracles are what each build prints (``reader_seen=0`` where the read came
-first, ``early_value=42`` always) and ASan's init-order checker in strict
-mode, which stops at the first read of another TU's global while
-initializing: ``reader.cpp``'s, after ``early.cpp``'s initializer has run
-without touching it.  ``inits`` must charge ``early.cpp`` with nothing and
-report ``reader.cpp`` exactly where the program shows the bug, stripped or not.
+``[[noreturn]]``.  It calls ``validated(seed)`` too, whose failed branch
+reads ``config_name`` (itself, and through a call) and aborts, in place.
+``reader.cpp`` really reads ``config_name`` early.  The oracles are what
+each build prints (``reader_seen=0`` where the read came first,
+``early_value=42`` and ``early_validated=22`` always) and ASan's init-order
+checker in strict mode, which stops at the first read of another TU's
+global while initializing: ``reader.cpp``'s, after ``early.cpp``'s
+initializer has run without touching it.  ``inits`` must charge
+``early.cpp`` with nothing and report ``reader.cpp`` exactly where the
+program shows the bug, stripped or not.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ def test_only_the_real_read_is_reported(machine: str, program: str) -> None:
     built = scenario("error_path", machine)
     output = printed(built, program)
     assert output["early_value"] == "42"  # the check passed: fail never ran
+    assert output["early_validated"] == "22"  # nor did the failed branch
     path = built.path(program)
     found = risks(inits_of(path), *ORDER_KINDS)
     charged_only_the_reader(path, found, output, "_Z11config_nameB5cxx11")
@@ -64,6 +68,30 @@ def test_the_handler_is_known_never_to_return(machine: str) -> None:
         checked = analyzer.summary(symtab_address(path, "_Z7checkedi"))
         assert fail.never_returns and not fail.may_return
         assert not checked.never_returns
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_what_a_branch_that_aborts_touches_is_dropped(machine: str) -> None:
+    """``validated``'s failed branch reads ``config_name`` and calls ``describe``, which
+    reads it too, then aborts: neither the read nor the call is among its effects, and
+    ``describe`` is not followed.  ``validated`` itself returns."""
+    from elfpatch.analysis.effects import EffectsAnalyzer
+    from elfpatch.analysis.effects.summary import CALL, READ
+    from elfpatch.elf.file import ElfFile
+
+    path = scenario("error_path", machine).path("config_last")
+    with ElfFile.open(str(path)) as elf:
+        analyzer = EffectsAnalyzer(elf)
+        analyzer.index.prepare()
+        validated = analyzer.summary(symtab_address(path, "_Z9validatedi"))
+        assert validated.may_return and not validated.never_returns
+        touched = [event for event in validated.events if event[0] in (READ, CALL)]
+        assert touched == [], touched
+        assert not validated.callees
+        # The oracle that it would be charged: the same code read as a whole.
+        describe = analyzer.summary(symtab_address(path, "_ZL8describev"))
+        config_name = f"{symtab_address(path, '_Z11config_nameB5cxx11'):#x}"
+        assert (READ, config_name) in [event[:2] for event in describe.events]
 
 
 @pytest.mark.parametrize("machine", MACHINES)

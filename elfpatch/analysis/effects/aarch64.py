@@ -259,6 +259,8 @@ class Arm64Walk(FunctionWalk):
         if mnemonic in _A64_STOPS:
             if mnemonic.startswith("ret"):
                 self.returns()
+            else:
+                self.traps()
             return False
         if mnemonic in _A64_CONDITIONAL:
             if mnemonic[0] != "b":  # cbz w0, …: a compare of w0 with 0

@@ -40,6 +40,10 @@ NEVER_RETURN = frozenset({
 # The C++ runtime's throwing helpers: __cxa_throw, __cxa_rethrow,
 # __cxa_throw_bad_array_new_length, __cxa_bad_cast, std::__throw_length_error ...
 _THROW_HELPER = re.compile(r"__cxa_(throw|rethrow|bad_)|_ZSt\d+__throw_")
+# What sanitizers call on a bad access when they stop the process there (their
+# ``_noabort`` variants, under -fsanitize-recover, return).
+_SANITIZER_STOP = re.compile(r"__asan_report_(load|store)(\d+|_n)$|__ubsan_handle_\w+_abort$"
+                             r"|__ubsan_handle_(builtin_unreachable|missing_return)$")
 # gcc's name for the body of std::thread's state object: the thread's function.
 _THREAD_BODY = re.compile(r"^_ZNSt6thread11_State_impl.*E6_M_runEv$")
 
@@ -144,8 +148,9 @@ def _registers_of(kind: str) -> int:
 
 def never_returns(name: str | None) -> bool:
     """Whether a function of this name never returns to its caller (it throws or ends
-    the process)."""
-    return name is not None and (name in NEVER_RETURN or bool(_THROW_HELPER.match(name)))
+    the process, as a sanitizer's report does)."""
+    return name is not None and (name in NEVER_RETURN or bool(_THROW_HELPER.match(name))
+                                 or bool(_SANITIZER_STOP.match(name)))
 
 
 def is_constructor(symbol: str) -> bool:

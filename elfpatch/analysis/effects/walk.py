@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol
 
 from elfpatch.analysis.effects.addresses import AddressIndex, GotEntry
+from elfpatch.analysis.effects.dying import DIES, LIVES, Stretches
 from elfpatch.analysis.effects.names import (
     ATEXIT_FUNCTIONS,
     GUARD_FUNCTIONS,
@@ -60,6 +61,8 @@ from elfpatch.analysis.effects.summary import (
     ZERO_STORE,
     AtExit,
     Constants,
+    Event,
+    FunctionKey,
     FunctionSummary,
     GuardKey,
     KeyedCall,
@@ -199,6 +202,8 @@ class FunctionWalk:
         self.position = 0  # the index of the instruction being read
         # (index, target) of each branch back in a sized function, found on first need.
         self.backward: list[tuple[int, int]] | None = None
+        # Its stretches of straight code, to drop what those that die touch (``dying``).
+        self.stretches = Stretches()
 
     @staticmethod
     def may_return_address(code: bytes) -> bool:
@@ -222,7 +227,7 @@ class FunctionWalk:
         padding = False
         events, first = self.events, -1  # where the instruction of the first event is
         guarded_from, skipped, skip_to = self.guarded_from, self.skipped, 0
-        handlers, other, paths = self.HANDLERS, self.other, self.paths
+        handlers, other, paths, stretches = self.HANDLERS, self.other, self.paths, self.stretches
         decoded: Iterable[tuple[int, int, str, str]] = self.decode()
         if sized:  # kept, for what the code after a place writes (``orphan_state``)
             decoded = self.instructions = list(decoded)
@@ -241,6 +246,9 @@ class FunctionWalk:
             if not falls or address in pending:
                 self.position = position  # only entering code looks at what came before
                 self.enter(address, falls and not padding)
+                stretches.start(address, len(events), falls)
+            elif stretches.cut:
+                stretches.start(address, len(events), True)
             if guarded_from and address in guarded_from:
                 events.append((GUARD, True, guarded_from.pop(address), 0))
             # Alignment padding after a jump: dead, it must not weaken what the
@@ -261,11 +269,34 @@ class FunctionWalk:
         else:
             if sized and reached < self.end:  # undecodable bytes
                 self.summary.stop(StopReason.UNKNOWN_INSTRUCTION)
+        stretches.close(len(events), reached)
+        self.drop_dying()
         if sized and paths is None and (pending or self.rejoined):
             self.tails_again()
         if events:
             self.guard_by_flag(first)
         return self.summary
+
+    def drop_dying(self) -> None:
+        """What the code on the way to a crash touches is dropped (``dying``); the guards
+        it takes or releases stay.  A callee called there alone is not followed."""
+        stretches = self.stretches
+        if not stretches.any_dies:
+            return
+        dying = stretches.dying_events(self.tail_fails, lambda a: self.start <= a < self.end)
+        if not dying:
+            return
+        events = self.events
+        dropped = {n for first, end in dying for n in range(first, end)
+                   if events[n][0] in _TOUCHES}
+        if not dropped:
+            return
+        kept = [event for n, event in enumerate(events) if n not in dropped]
+        called = {_callee_key(event) for event in kept if event[0] == CALL}
+        for n in dropped:
+            if events[n][0] == CALL and _callee_key(events[n]) not in called:
+                self.summary.callees.pop(_callee_key(events[n]), None)
+        events[:] = kept
 
     def tails_again(self) -> None:
         """Code further down that jumps back into a tail already swept (a block laid
@@ -526,6 +557,7 @@ class FunctionWalk:
 
     def branch(self, target: int) -> None:
         """A conditional or in-function branch: its target inherits the current state."""
+        self.stretches.branch(target)
         if not self.start <= target < self.end:
             return
         if self.paths is not None:
@@ -836,6 +868,10 @@ class FunctionWalk:
             return
         self.record_call(resolved)
         name = resolved.name
+        if resolved.external and never_returns(name):
+            # Only a name a stripped copy keeps: an import's (its own code, unnamed
+            # there, would make the two differ).
+            self.stretches.ends(DIES)
         if name == "__tls_get_addr" and arguments and arguments[0] is not None:
             self.thread_local(arguments[0])
         if name in ATEXIT_FUNCTIONS:
@@ -911,6 +947,7 @@ class FunctionWalk:
 
     def returns(self) -> None:
         """A return: what the result register holds, if it is a global's address."""
+        self.stretches.ends(LIVES)
         self.summary.may_return = True
         value = self.state.get(self.RESULT) if self.RESULT is not None else None
         known = value is not None and value.exact and not value.page and value.got is None \
@@ -1032,8 +1069,13 @@ class FunctionWalk:
             object_name = found[0] if found else None
         self.events.append((ATEXIT, AtExit(object_name, destructor, code), None, 0))
 
+    def traps(self) -> None:
+        """A trap (``ud2``, ``brk``): the code ends here, and the process with it."""
+        self.stretches.ends(DIES)
+
     def tail_call(self, target: Value | None) -> bool:
         """A jump out of the function (or through a register); never falls through."""
+        self.stretches.ends(LIVES)
         if target is None:
             self.summary.stop(StopReason.INDIRECT_JUMP)  # an indirect jump we cannot resolve
         elif target.address != 0:  # 0: a null weak reference, tested before the jump
@@ -1051,13 +1093,16 @@ class FunctionWalk:
         if self.sized and self.index.knows_functions and self.index.function_at(target) \
                 is None and self.index.plt_entry(target) is None:
             # Into this function's split-off part (.cold): error paths, not followed.
-            if not self.tail_fails(target):
+            fails = self.tail_fails(target)
+            self.stretches.ends(DIES if fails else LIVES)
+            if not fails:
                 self.summary.may_return = True
             return False
         if self.index.plt_entry(target) is None and self.tail_fails(target):
             # Into a split-off part that has a symbol or an unwind entry of its own
             # (``f.cold``): an error path, which returns nothing to this one's caller
             # and, like a call that never returns, contributes nothing.
+            self.stretches.ends(DIES)
             self.state = {}
             return False
         return self.tail_call(address_value(target))
@@ -1111,6 +1156,17 @@ _TAIL_LENGTH = 32
 # How far ``fails_at`` reads: an error path's tail is short (thread_exit reads as far).
 _STRAIGHT_LINE = 64
 _STRAIGHT_LINE_BYTES = 1024
+
+
+# Events that say what code touches (dropped where it dies), not what it holds.
+_TOUCHES = frozenset({READ, WRITE, ADDRESS, PASS, PASS_FOREIGN, UNKNOWN_PASS, CALL, KEYED,
+                      STAMP})
+
+
+def _callee_key(event: Event) -> FunctionKey:
+    """The function a CALL event follows, as ``FunctionSummary.callees`` keys it."""
+    _kind, address, constants, _position = event
+    return (address, constants) if constants else address
 
 
 def guard_key(value: Value) -> GuardKey:

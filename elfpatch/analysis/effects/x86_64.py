@@ -293,6 +293,7 @@ class X86Walk(FunctionWalk):
 
     def other(self, address: int, size: int, mnemonic: str, operands: str) -> bool:
         if mnemonic in _X86_STOPS:
+            self.traps()  # a return has a handler of its own
             return False
         if mnemonic in _X86_COMPARES:
             if self.paths is not None:
@@ -457,6 +458,7 @@ class X86Walk(FunctionWalk):
         return _LEA_RIP.search(code) is not None
 
     def on_stop(self, following: int, operands: str) -> bool:
+        self.traps()
         return False
 
     def on_return(self, following: int, operands: str) -> bool:

@@ -1,0 +1,127 @@
+"""Code that runs only on the way to a crash: what it touches is no finding.
+
+An initializer's callee may, on a failed check, read a global to describe
+the failure and then abort: abseil's ``LockLeave`` looks up the mutex's
+debug name (locking ``synch_event_mu``) just before ``ABSL_RAW_LOG(FATAL)``
+and ``__assert_fail``.  A program that gets there dies, in whatever order
+its initializers ran, so the read is no init-order bug; charged, it is a
+false error on every path through the lock.
+
+A sweep (``walk.FunctionWalk``) cuts its function into *stretches*: code
+entered only at its first instruction and left only at its last, where the
+code branches, stops falling through or is branched to.  A stretch *dies*
+when it ends in a call that never returns (``abort``, ``__assert_fail``, a
+throw, ``_Unwind_Resume``), a trap, or a jump into a split-off part that
+does; or when every way out of it leads into stretches that die (both arms
+of ``if (event) name = …;`` before the fatal log).  Nothing else dies: a
+return, a tail call, a jump through a register or the end of the code read
+all may go on; so does a loop, whose exits are not all known to die before
+its body is (the least fixed point).  Exception landing pads that unwind
+further die too: an exception out of an initializer ends the program.
+
+The events of dying stretches that say what the code touches (reads,
+writes, calls, pointers passed, keys) are dropped; those that say what it
+holds (guards taken and released) stay, so that a guard's release on the
+unwinding path still pairs with its acquisition.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Callable
+
+# The fate of a stretch's end: still open (decided by where it leads), or known.
+OPEN, LIVES, DIES = 0, 1, 2
+
+
+class Stretches:
+    """The stretches of one sweep, in address order, as it makes them."""
+
+    def __init__(self) -> None:
+        self.starts: list[int] = []  # first address of each stretch
+        self.first_event: list[int] = []  # index of its first event
+        self.targets: list[list[int]] = []  # where its branches lead
+        self.falls_on: list[bool] = []  # whether it falls into the next one
+        self.fates: list[int] = []
+        self.any_dies = False
+        self.cut = True  # the next instruction starts a stretch
+        self.closed_at = -1  # the events after this index were made after the sweep
+        self.swept_to = -1  # the address after the last instruction swept
+
+    def start(self, address: int, events: int, falls: bool) -> None:
+        """A stretch begins at ``address``; the one before falls into it if ``falls``."""
+        if self.starts:
+            self.falls_on[-1] = falls and self.fates[-1] == OPEN
+        self.starts.append(address)
+        self.first_event.append(events)
+        self.targets.append([])
+        self.falls_on.append(False)
+        self.fates.append(OPEN)
+        self.cut = False
+
+    def branch(self, target: int) -> None:
+        """The current stretch may go on at ``target``: it ends at this branch."""
+        if self.starts:
+            self.targets[-1].append(target)
+        self.cut = True
+
+    def ends(self, fate: int) -> None:
+        """The current stretch ends here, and how it ends is known."""
+        if self.starts and self.fates[-1] == OPEN:
+            self.fates[-1] = fate
+            self.any_dies = self.any_dies or fate == DIES
+        self.cut = True
+
+    def close(self, events: int, swept_to: int) -> None:
+        """The sweep is over: ``events`` made so far, code read up to ``swept_to``."""
+        self.closed_at, self.swept_to = events, swept_to
+
+    def dying_events(self, outside_dies: Callable[[int], bool],
+                     inside: Callable[[int], bool]) -> list[tuple[int, int]]:
+        """The (first, end) event index ranges of the stretches that die.
+
+        ``inside``: whether an address is in the function swept (a branch out of it
+        leads into split-off code, dying when ``outside_dies`` says so)."""
+        if not self.any_dies:
+            return []
+        dead = self._dead(outside_dies, inside)
+        ends = [*self.first_event[1:], self.closed_at]
+        return [(self.first_event[n], ends[n]) for n in range(len(self.starts))
+                if dead[n] and ends[n] > self.first_event[n]]
+
+    def _dead(self, outside_dies: Callable[[int], bool],
+              inside: Callable[[int], bool]) -> list[bool]:
+        count = len(self.starts)
+        dead = [fate == DIES for fate in self.fates]
+        leads = [self._leads(n, outside_dies, inside) for n in range(count)]
+        changed = True
+        while changed:  # the least fixed point: a loop never dies on its own account
+            changed = False
+            for n, way_out in enumerate(leads):
+                if dead[n] or way_out is None:
+                    continue
+                if all(dead[m] if m >= 0 else m == _DIES_OUTSIDE for m in way_out):
+                    dead[n] = changed = True
+        return dead
+
+    def _leads(self, n: int, outside_dies: Callable[[int], bool],
+               inside: Callable[[int], bool]) -> list[int] | None:
+        """The stretches stretch ``n`` may go on in (``_DIES_OUTSIDE`` for split-off
+        code that dies), or None when it surely may go on elsewhere."""
+        if self.fates[n] != OPEN:
+            return None
+        leads = [n + 1] if self.falls_on[n] and n + 1 < len(self.starts) else []
+        for target in self.targets[n]:
+            if not inside(target):
+                if not outside_dies(target):
+                    return None
+                leads.append(_DIES_OUTSIDE)
+                continue
+            found = bisect_right(self.starts, target) - 1
+            if found < 0 or target >= self.swept_to:  # code the sweep did not read
+                return None
+            leads.append(found)
+        return leads or None
+
+
+_DIES_OUTSIDE = -2
