@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from typing import Any
 
 from elfpatch.analysis.init_order import Coverage, InitsResult, ObjectReport
@@ -34,8 +34,13 @@ def _entry(entry: InitializerEntry) -> dict[str, Any]:
     return record
 
 
+# A risk's fields, in order: all flat (``asdict``'s deep copy of each took a tenth
+# of the JSON report of libtorch_cpu.so's 4,526 risks).
+_RISK_FIELDS = tuple(field.name for field in fields(Risk))
+
+
 def _risk(risk: Risk) -> dict[str, Any]:
-    record = asdict(risk)
+    record = {name: getattr(risk, name) for name in _RISK_FIELDS}
     record["severity"], record["kind"] = risk.severity.value, risk.kind.value
     for name in _OPTIONAL_RISK_FIELDS:
         if record[name] is None:
