@@ -569,12 +569,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--work-dir",
         type=Path,
-        help="where to build (default: a temporary folder, removed afterwards)",
+        help="where to build, made if missing (default: a temporary folder, removed "
+             "afterwards)",
     )
     options = parser.parse_args(argv)
     for tool in ("g++", "strip"):
         if shutil.which(tool) is None:
             parser.error(f"{tool} is not installed")
+    if options.work_dir is not None:
+        options.work_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=options.work_dir) as work:
         outcomes = [
             o
