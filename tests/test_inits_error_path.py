@@ -5,13 +5,16 @@ only for a negative number; ``fail`` reads ``config_name`` to build its
 message and throws, on every way through it, without being declared
 ``[[noreturn]]``.  It calls ``validated(seed)`` too, whose failed branch
 reads ``config_name`` (itself, and through a call) and aborts, in place.
-``reader.cpp`` really reads ``config_name`` early.  The oracles are what
-each build prints (``reader_seen=0`` where the read came first,
-``early_value=42`` and ``early_validated=22`` always) and ASan's init-order
-checker in strict mode, which stops at the first read of another TU's
-global while initializing: ``reader.cpp``'s, after ``early.cpp``'s
-initializer has run without touching it.  ``inits`` must charge
-``early.cpp`` with nothing and report ``reader.cpp`` exactly where the
+``never.cpp``'s initializer reads it only where ``getenv`` returned -1,
+which it never does.  ``reader.cpp`` really reads ``config_name`` early.
+
+The oracles are what each build prints (``reader_seen=0`` where the read
+came first; ``early_value=42``, ``early_validated=22`` and
+``never_value=5`` always) and ASan's init-order checker in strict mode,
+which stops at the first read of another TU's global while initializing:
+``reader.cpp``'s, after ``early.cpp``'s and ``never.cpp``'s initializers
+have run without touching it.  ``inits`` must charge ``early.cpp`` and
+``never.cpp`` with nothing and report ``reader.cpp`` exactly where the
 program shows the bug, stripped or not.
 """
 
@@ -46,6 +49,7 @@ def test_only_the_real_read_is_reported(machine: str, program: str) -> None:
     output = printed(built, program)
     assert output["early_value"] == "42"  # the check passed: fail never ran
     assert output["early_validated"] == "22"  # nor did the failed branch
+    assert output["never_value"] == "5"  # nor the branch on getenv's result being -1
     path = built.path(program)
     found = risks(inits_of(path), *ORDER_KINDS)
     charged_only_the_reader(path, found, output, "_Z11config_nameB5cxx11")

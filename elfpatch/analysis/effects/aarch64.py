@@ -276,6 +276,10 @@ class Arm64Walk(FunctionWalk):
                              immediate(other.lstrip("#")), 32 if register[:1] == "w" else 64)
             else:
                 self.tests(register)
+        elif mnemonic == "cmn":  # cmn x0, #1: a compare with -1
+            register, _, other = operands.partition(", ")
+            if immediate(other.lstrip("#")) == 1:
+                self.compared_to_minus_one(_a64_register(register), address + size)
         elif "[" in operands and mnemonic.startswith(_A64_TRANSFER):
             self.transfer(mnemonic, operands)
         elif mnemonic not in _A64_NO_DESTINATION:
@@ -291,12 +295,13 @@ class Arm64Walk(FunctionWalk):
             self.summary.tests_arguments |= 1 << int(register[1:])
 
     def condition_of(self, mnemonic: str, operands: str) -> str | None:
-        """``b.eq`` -> ``eq``; ``cbz w0`` tests w0 against 0 (``eq``), ``cbnz`` (``ne``);
-        None for what is not decided (tbz, tbnz, or a walk that keeps every path)."""
-        if self.paths is None:
-            return None
+        """``b.eq`` -> ``eq`` (in any walk: a branch never taken is known in each,
+        ``never_taken``); ``cbz w0`` tests w0 against 0 (``eq``), ``cbnz`` (``ne``), in
+        a walk that decides; None for what is not decided (tbz, tbnz)."""
         if mnemonic.startswith("b."):
             return mnemonic[2:]
+        if self.paths is None:
+            return None
         if mnemonic not in ("cbz", "cbnz"):
             return None
         register = operands.partition(", ")[0]
@@ -458,6 +463,7 @@ class Arm64Walk(FunctionWalk):
             self.set(register, None)
 
 
+Arm64Walk.BRANCH_SIZES = frozenset({4})
 Arm64Walk.BRANCH_INITIALS = "bct"  # b, b.cc, cbz, cbnz, tbz, tbnz
 Arm64Walk.STOPS = _A64_STOPS
 Arm64Walk.HANDLERS = {

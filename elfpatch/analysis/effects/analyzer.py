@@ -64,7 +64,11 @@ if TYPE_CHECKING:
 ARCHITECTURES = ("x86_64", "aarch64")  # modules of this package
 
 # How far the code an initializer (or a destructor) runs is followed: calls this
-# deep, and at most this many functions, breadth first.
+# deep, and at most this many functions, breadth first.  A function that calls none
+# to follow (a string's or a container's helper, an accessor) is not counted: it
+# takes the walk no further, and counted it made how deep the walk went depend on
+# how many helpers one depth calls (CoolProp's factory spent the budget on them,
+# four calls short of the plugin's read of the backend lists).
 CALL_DEPTH = 4
 FUNCTION_BUDGET = 64
 
@@ -200,17 +204,22 @@ class EffectsAnalyzer:
             return None
         parents: dict[FunctionKey, FunctionKey | None] = {root: None}
         frontier: list[FunctionKey] = [root]
+        expanded = 0  # functions whose calls were taken, counted as ``_reach`` counts
         for _depth in range(max_depth + 1):
             following: list[FunctionKey] = []
             for key in frontier:
-                events = self.summary(key).events
+                summary = self.summary(key)
+                events = summary.events
                 if any(event[0] in _TOUCHES and event[1] in subjects for event in events):
                     return _path(parents, key)
+                if expanded == max_functions:
+                    continue
+                expanded += bool(summary.callees)
                 for event in events:
                     if event[0] != CALL:
                         continue
                     callee = event[1] if event[2] is None else (event[1], event[2])
-                    if callee not in parents and len(parents) < max_functions:
+                    if callee not in parents:
                         parents[callee] = key
                         following.append(callee)
             frontier = following
@@ -303,7 +312,7 @@ class EffectsAnalyzer:
                     stopped[StopReason.FUNCTION_BUDGET] = None
                     return reached, stopped
                 summary = reached[function] = self.summary(function)
-                analysed += 1
+                analysed += bool(summary.callees)
                 stopped.update(summary.stopped)
                 following += [c for c in summary.callees if c not in seen]
                 seen.update(summary.callees)
@@ -720,8 +729,10 @@ class _RootWalk:
                 return wanted
             if not analyzer.swept(function):
                 wanted.append((function, True))
+                analysed += 1  # a leaf or not: not known yet
+            else:
+                analysed += bool(analyzer.summary(function).callees)
             reached.add(function)
-            analysed += 1
         return wanted
 
     def advance(self, analyzer: EffectsAnalyzer, max_functions: int) -> bool:
@@ -736,8 +747,8 @@ class _RootWalk:
             if self.analysed == max_functions:
                 return False
             self.reached.add(function)
-            self.analysed += 1
             callees = analyzer.summary(function).callees
+            self.analysed += bool(callees)
             following += [c for c in callees if c not in self.seen]
             self.seen.update(callees)
         self.frontier = following

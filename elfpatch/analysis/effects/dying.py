@@ -19,6 +19,12 @@ all may go on; so does a loop, whose exits are not all known to die before
 its body is (the least fixed point).  Exception landing pads that unwind
 further die too: an exception out of an initializer ends the program.
 
+A stretch that only a branch that is never taken enters is dropped too:
+NVIDIA's libraries test ``getenv(name) == (char *)-1`` before code that
+sets LLVM up (libnvJitLink: 9 times), and ``getenv`` returns a string or
+NULL, never that.  Followed, that code charged two initializers with reads
+that watchpoints show they never make.
+
 The events of dying stretches that say what the code touches (reads,
 writes, calls, pointers passed, keys) are dropped; those that say what it
 holds (guards taken and released) stay, so that a guard's release on the
@@ -44,6 +50,7 @@ class Stretches:
         self.falls_on: list[bool] = []  # whether it falls into the next one
         self.fates: list[int] = []
         self.any_dies = False
+        self.never: set[int] = set()  # targets of branches that are never taken
         self.cut = True  # the next instruction starts a stretch
         self.closed_at = -1  # the events after this index were made after the sweep
         self.swept_to = -1  # the address after the last instruction swept
@@ -65,6 +72,11 @@ class Stretches:
             self.targets[-1].append(target)
         self.cut = True
 
+    def never_taken(self, target: int) -> None:
+        """The current stretch ends at a branch to ``target`` that is never taken."""
+        self.never.add(target)
+        self.cut = True
+
     def ends(self, fate: int) -> None:
         """The current stretch ends here, and how it ends is known."""
         if self.starts and self.fates[-1] == OPEN:
@@ -82,9 +94,11 @@ class Stretches:
 
         ``inside``: whether an address is in the function swept (a branch out of it
         leads into split-off code, dying when ``outside_dies`` says so)."""
-        if not self.any_dies:
+        if not self.any_dies and not self.never:
             return []
-        dead = self._dead(outside_dies, inside)
+        dead = self._dead(outside_dies, inside) if self.any_dies else [False] * len(self.starts)
+        for n in self._never_entered(inside):
+            dead[n] = True
         ends = [*self.first_event[1:], self.closed_at]
         return [(self.first_event[n], ends[n]) for n in range(len(self.starts))
                 if dead[n] and ends[n] > self.first_event[n]]
@@ -103,6 +117,28 @@ class Stretches:
                 if all(dead[m] if m >= 0 else m == _DIES_OUTSIDE for m in way_out):
                     dead[n] = changed = True
         return dead
+
+    def _never_entered(self, inside: Callable[[int], bool]) -> set[int]:
+        """The stretches that start where a branch never taken goes, and that no other
+        stretch, itself entered, falls or branches into."""
+        unentered = {n for n, start in enumerate(self.starts) if n and start in self.never}
+        if not unentered:
+            return unentered
+        comes_from: dict[int, list[int]] = {n: [n - 1] if self.falls_on[n - 1] else []
+                                            for n in unentered}
+        for m, targets in enumerate(self.targets):
+            for target in targets:
+                found = bisect_right(self.starts, target) - 1 if inside(target) else -1
+                if found in comes_from:
+                    comes_from[found].append(m)
+        changed = True
+        while changed:
+            changed = False
+            for n in list(unentered):
+                if any(m not in unentered for m in comes_from[n]):
+                    unentered.discard(n)
+                    changed = True
+        return unentered
 
     def _leads(self, n: int, outside_dies: Callable[[int], bool],
                inside: Callable[[int], bool]) -> list[int] | None:

@@ -37,6 +37,9 @@ NEVER_RETURN = frozenset({
     "_Unwind_Resume", "abort", "exit", "_exit", "__assert_fail", "__stack_chk_fail",
     "__cxa_pure_virtual", "__cxa_deleted_virtual", "_ZSt9terminatev",
     "__cxa_call_unexpected"})
+# Imports that return a pointer or NULL, never (char *)-1 (mmap's MAP_FAILED): a
+# branch taken when one did is never taken (``dying``).
+NEVER_MINUS_ONE = frozenset({"getenv", "secure_getenv"})
 # The C++ runtime's throwing helpers: __cxa_throw, __cxa_rethrow,
 # __cxa_throw_bad_array_new_length, __cxa_bad_cast, std::__throw_length_error ...
 _THROW_HELPER = re.compile(r"__cxa_(throw|rethrow|bad_)|_ZSt\d+__throw_")

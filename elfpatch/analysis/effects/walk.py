@@ -32,6 +32,7 @@ from elfpatch.analysis.effects.names import (
     GUARD_FUNCTIONS,
     HOOK_FUNCTIONS,
     IOS_INIT_CONSTRUCTORS,
+    NEVER_MINUS_ONE,
     argument_registers,
     c_pointer_use,
     is_constructor,
@@ -90,6 +91,9 @@ class Value(NamedTuple):
     # caller passes selects a callee's switch case or branch (``decide``).
     constant: int | None = None
     case: int | None = None  # the jump table's entry the switch's index selects
+    # What an import returned, when that says which values it cannot be
+    # (``names.NEVER_MINUS_ONE``): the import's name.
+    returned_by: str | None = None
 
 
 State = dict[str, Value]
@@ -102,17 +106,17 @@ _new_tuple = tuple.__new__
 
 def address_value(address: int | None) -> Value:
     """``Value(address=address)``."""
-    return _new_tuple(Value, (address, None, False, None, True, None, None, None, None))
+    return _new_tuple(Value, (address, None, False, None, True, None, None, None, None, None))
 
 
 def constant_value(number: int) -> Value:
     """``Value(constant=number)``."""
-    return _new_tuple(Value, (None, None, False, None, True, None, None, number, None))
+    return _new_tuple(Value, (None, None, False, None, True, None, None, number, None, None))
 
 
 def got_value(entry: GotEntry) -> Value:
     """``Value(got=entry)``."""
-    return _new_tuple(Value, (None, entry, False, None, True, None, None, None, None))
+    return _new_tuple(Value, (None, entry, False, None, True, None, None, None, None, None))
 
 
 def intersect(a: State, b: State) -> State:
@@ -165,6 +169,7 @@ class FunctionWalk:
     CALLER_SAVED: frozenset[str] = frozenset()
     CALL_WRITES: frozenset[str] = frozenset()  # registers the call instruction itself sets
     STOPS: frozenset[str] = frozenset()  # returns, traps: never fall through
+    BRANCH_SIZES: frozenset[int] = frozenset()  # sizes of a conditional branch, in bytes
     BRANCH_INITIALS = ""  # the first letters of every direct branch's mnemonic
     # mnemonic -> handler(walk, address of the next instruction, operands)
     HANDLERS: ClassVar[dict[str, Callable[[Any, int, str], bool]]] = {}
@@ -204,6 +209,8 @@ class FunctionWalk:
         self.backward: list[tuple[int, int]] | None = None
         # Its stretches of straight code, to drop what those that die touch (``dying``).
         self.stretches = Stretches()
+        # Where a compare of an import's result with -1 ends (``never_taken``).
+        self.minus_one_tested: int | None = None
 
     @staticmethod
     def may_return_address(code: bytes) -> bool:
@@ -278,10 +285,11 @@ class FunctionWalk:
         return self.summary
 
     def drop_dying(self) -> None:
-        """What the code on the way to a crash touches is dropped (``dying``); the guards
-        it takes or releases stay.  A callee called there alone is not followed."""
+        """What the code on the way to a crash, or entered only by a branch never taken,
+        touches is dropped (``dying``); the guards it takes or releases stay.  A callee
+        called there alone is not followed."""
         stretches = self.stretches
-        if not stretches.any_dies:
+        if not stretches.any_dies and not stretches.never:
             return
         dying = stretches.dying_events(self.tail_fails, lambda a: self.start <= a < self.end)
         if not dying:
@@ -625,9 +633,26 @@ class FunctionWalk:
         if taken is None and guard is not None and guard[1] == target \
                 and self.detour(following, target):
             return True
+        if taken is None and condition is not None and self.never_taken(condition, following):
+            self.stretches.never_taken(target)
+            return True
         if taken is None or taken:
             self.branch(target)
         return taken is not True
+
+    def compared_to_minus_one(self, register: str | None, following: int) -> None:
+        """A compare of ``register`` with -1 that ends at ``following``: remembered when
+        the register holds what an import that never returns -1 returned."""
+        value = self.state.get(register) if register is not None else None
+        if value is not None and value.returned_by is not None:
+            self.minus_one_tested = following
+
+    def never_taken(self, condition: str, following: int) -> bool:
+        """Whether the conditional branch on ``condition`` before ``following`` is never
+        taken (``dying``): the branch taken when ``getenv``'s result equals -1 (a
+        string or NULL, it never does), right after the compare."""
+        return condition in _EQUAL and self.minus_one_tested is not None \
+            and following - self.minus_one_tested in self.BRANCH_SIZES
 
     def detour(self, following: int, target: int) -> bool:
         """A branch on a guard byte forward to a stretch laid out further down that
@@ -868,6 +893,8 @@ class FunctionWalk:
             return
         self.record_call(resolved)
         name = resolved.name
+        if resolved.external and name in NEVER_MINUS_ONE and self.RESULT is not None:
+            self.state[self.RESULT] = Value(returned_by=name)
         if resolved.external and never_returns(name):
             # Only a name a stripped copy keeps: an import's (its own code, unnamed
             # there, would make the two differ).
@@ -1157,6 +1184,9 @@ _TAIL_LENGTH = 32
 _STRAIGHT_LINE = 64
 _STRAIGHT_LINE_BYTES = 1024
 
+
+# The conditions of a branch taken when the two compared are equal (x86, aarch64).
+_EQUAL = frozenset({"e", "z", "eq"})
 
 # Events that say what code touches (dropped where it dies), not what it holds.
 _TOUCHES = frozenset({READ, WRITE, ADDRESS, PASS, PASS_FOREIGN, UNKNOWN_PASS, CALL, KEYED,

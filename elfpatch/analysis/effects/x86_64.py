@@ -296,6 +296,9 @@ class X86Walk(FunctionWalk):
             self.traps()  # a return has a handler of its own
             return False
         if mnemonic in _X86_COMPARES:
+            register, _, other = operands.partition(", ")
+            if other == "-1" and mnemonic == "cmp":
+                self.compared_to_minus_one(_X86_FAMILY.get(register), address + size)
             if self.paths is not None:
                 self.compare_operands(mnemonic, operands, address + size)
             else:
@@ -771,6 +774,7 @@ def _displacement(inner: str) -> int | None:
     return offset
 
 
+X86Walk.BRANCH_SIZES = frozenset({2, 6})  # je rel8, je rel32
 X86Walk.BRANCH_INITIALS = "jlbn"  # jmp, jcc, loop, bnd jmp, notrack jmp
 X86Walk.STOPS = _X86_STOPS
 X86Walk.HANDLERS = {
