@@ -105,17 +105,30 @@ class Stretches:
 
     def _dead(self, outside_dies: Callable[[int], bool],
               inside: Callable[[int], bool]) -> list[bool]:
-        count = len(self.starts)
+        """Which stretches die: those that end so, then, working back from them, each
+        whose every way on has been found to die (the least fixed point: a loop never
+        dies on its own account)."""
         dead = [fate == DIES for fate in self.fates]
-        leads = [self._leads(n, outside_dies, inside) for n in range(count)]
-        changed = True
-        while changed:  # the least fixed point: a loop never dies on its own account
-            changed = False
-            for n, way_out in enumerate(leads):
-                if dead[n] or way_out is None:
-                    continue
-                if all(dead[m] if m >= 0 else m == _DIES_OUTSIDE for m in way_out):
-                    dead[n] = changed = True
+        ways_on = [0] * len(self.starts)  # ways on not yet known to die
+        comes_from: dict[int, list[int]] = {}
+        work = [n for n, died in enumerate(dead) if died]
+        for n in range(len(self.starts)):
+            leads = self._leads(n, outside_dies, inside)
+            if leads is None:
+                continue
+            for m in leads:
+                if m != _DIES_OUTSIDE:
+                    ways_on[n] += 1
+                    comes_from.setdefault(m, []).append(n)
+            if not ways_on[n]:
+                dead[n] = True
+                work.append(n)
+        while work:
+            for n in comes_from.get(work.pop(), ()):
+                ways_on[n] -= 1
+                if not ways_on[n] and not dead[n]:
+                    dead[n] = True
+                    work.append(n)
         return dead
 
     def _never_entered(self, inside: Callable[[int], bool]) -> set[int]:

@@ -1151,8 +1151,9 @@ class FunctionWalk:
             code = self.index.code_at(address, _STRAIGHT_LINE_BYTES)
             if code is None:
                 return False
+            # An error path's tail is a few instructions: decoded a few at a time.
             for _at, _size, mnemonic, operands in decode_in_chunks(
-                    self.analyzer.disassembler, bytes(code), address):
+                    self.analyzer.disassembler, bytes(code), address, _TAIL_CHUNK):
                 steps += 1
                 if steps > _STRAIGHT_LINE:
                     return False
@@ -1183,6 +1184,7 @@ _TAIL_LENGTH = 32
 # How far ``fails_at`` reads: an error path's tail is short (thread_exit reads as far).
 _STRAIGHT_LINE = 64
 _STRAIGHT_LINE_BYTES = 1024
+_TAIL_CHUNK = 8  # instructions decoded at a time there: most tails end within them
 
 
 # The conditions of a branch taken when the two compared are equal (x86, aarch64).
