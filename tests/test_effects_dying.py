@@ -1,0 +1,118 @@
+"""Which stretches of a function die (``effects.dying.Stretches``), on shapes made by hand.
+
+Each stretch is made as a sweep makes it: ``start`` where code is entered,
+``branch`` at a conditional branch or a jump inside the function, ``ends``
+where the code stops (a return, a call that never returns, a trap).  Events
+are numbered as the sweep appends them: stretch ``n`` holds its own range.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from elfpatch.analysis.effects.dying import DIES, LIVES, Stretches
+
+INSIDE = range(0x1000, 0x2000)
+
+
+def inside(address: int) -> bool:
+    return address in INSIDE
+
+
+def never_outside(address: int) -> bool:
+    raise AssertionError(f"no branch leaves the function here ({address:#x})")
+
+
+def dying(stretches: Stretches, events: int,
+          outside_dies: Callable[[int], bool] = never_outside) -> list[tuple[int, int]]:
+    stretches.close(events, 0x1100)
+    return stretches.dying_events(outside_dies, inside)
+
+
+def test_a_branch_that_aborts_dies_and_the_other_way_lives() -> None:
+    """``if (bad) { describe(); abort(); } return``: only the failed branch dies."""
+    s = Stretches()
+    s.start(0x1000, 0, True)
+    s.branch(0x1010)  # jne bad
+    s.start(0x1004, 1, True)
+    s.ends(LIVES)  # ret
+    s.start(0x1010, 2, False)
+    s.ends(DIES)  # call describe; call abort
+    assert dying(s, 4) == [(2, 4)]
+
+
+def test_both_arms_of_a_diamond_before_the_abort_die() -> None:
+    """``name = event ? event->name : "?"`` between the look-up and the fatal log: the
+    look-up's stretch dies too, since both ways on die."""
+    s = Stretches()
+    s.start(0x1000, 0, True)
+    s.branch(0x1020)  # js failed
+    s.start(0x1004, 1, True)
+    s.ends(LIVES)
+    s.start(0x1020, 2, False)  # call look-up; test rax; je join
+    s.branch(0x1030)
+    s.start(0x1028, 3, True)  # lea r9, [rax+0x29]
+    s.start(0x1030, 4, True)  # join: call log; call __assert_fail
+    s.ends(DIES)
+    assert dying(s, 6) == [(2, 3), (3, 4), (4, 6)]
+
+
+def test_a_loop_on_the_way_keeps_its_reads() -> None:
+    """A loop whose exit dies is not known to die itself (the least fixed point)."""
+    s = Stretches()
+    s.start(0x1000, 0, True)
+    s.branch(0x1000)  # the loop branches back to its head
+    s.start(0x1008, 1, True)
+    s.ends(DIES)
+    assert dying(s, 2) == [(1, 2)]
+
+
+def test_a_branch_into_a_stretch_takes_its_fate() -> None:
+    """A branch into the middle of a straight stretch goes where that stretch goes."""
+    for fate, dies in ((DIES, True), (LIVES, False)):
+        s = Stretches()
+        s.start(0x1000, 0, True)
+        s.branch(0x1014)  # into the middle of the stretch at 0x1010
+        s.start(0x1004, 1, True)
+        s.ends(DIES)
+        s.start(0x1010, 2, False)
+        s.ends(fate)
+        assert dying(s, 3) == ([(0, 1), (1, 2), (2, 3)] if dies else [(1, 2)])
+
+
+def test_a_branch_out_dies_where_the_split_off_part_does() -> None:
+    s = Stretches()
+    s.start(0x1000, 0, True)
+    s.branch(0x5000)  # into f.cold, which unwinds
+    s.start(0x1004, 1, True)
+    s.ends(DIES)
+    assert dying(s, 2, lambda address: address == 0x5000) == [(0, 1), (1, 2)]
+    s = Stretches()
+    s.start(0x1000, 0, True)
+    s.branch(0x5000)  # into code that returns
+    s.start(0x1004, 1, True)
+    s.ends(DIES)
+    assert dying(s, 2, lambda address: False) == [(1, 2)]
+
+
+def test_a_stretch_entered_only_by_a_branch_never_taken_is_dropped() -> None:
+    """``if (getenv(name) == (char *)-1) setup();``: the call's stretch is entered by
+    nothing else; what falls or branches into it from live code keeps it."""
+    s = Stretches()
+    s.start(0x1000, 0, True)
+    s.never_taken(0x1020)
+    s.start(0x1004, 1, True)
+    s.ends(LIVES)
+    s.start(0x1020, 2, False)  # call setup; jmp back
+    s.branch(0x1004)
+    assert dying(s, 3) == [(2, 3)]
+    s = Stretches()
+    s.start(0x1000, 0, True)
+    s.never_taken(0x1020)
+    s.start(0x1004, 1, True)
+    s.branch(0x1020)  # another way in
+    s.start(0x1008, 2, True)
+    s.ends(LIVES)
+    s.start(0x1020, 3, False)
+    s.ends(LIVES)
+    assert dying(s, 4) == []
