@@ -261,7 +261,15 @@ def start_fix(marker: str, *args: Path | str) -> subprocess.Popen[str]:
     environment = {**os.environ, "ELFPATCH_TEST_MARKER": marker}
     return subprocess.Popen([sys.executable, "-m", "elfpatch", "fix", *map(str, args)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=environment)
+                            env=environment, preexec_fn=_interruptible)
+
+
+def _interruptible() -> None:
+    """In the child, before elfpatch starts: Ctrl-C does what it does in a terminal.  A
+    test run started in the background of a script inherits SIGINT ignored (POSIX
+    shells ignore it in asynchronous commands), and Python then never raises
+    KeyboardInterrupt: every fix ran to its end, whatever the delay."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def processes_with(marker: str) -> list[int]:
