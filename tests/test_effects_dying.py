@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from elfpatch.analysis.effects.dying import DIES, LIVES, Stretches
+from elfpatch.analysis.effects.dying import DIES, LIVES, Stretches, StretchMap
+from elfpatch.analysis.effects.summary import CALL, GUARD, READ
 
 INSIDE = range(0x1000, 0x2000)
 
@@ -116,3 +117,22 @@ def test_a_stretch_entered_only_by_a_branch_never_taken_is_dropped() -> None:
     s.start(0x1020, 3, False)
     s.ends(LIVES)
     assert dying(s, 4) == []
+
+
+def test_a_call_found_never_to_return_when_composed_kills_its_stretch() -> None:
+    """``if (bad) { note = describe(); give_up(); } return``, ``give_up`` this object's
+    own code: which of its calls never return is known only once the callees' summaries
+    are, when the effects are composed (``StretchMap``)."""
+    s = Stretches()
+    s.start(0x1000, 0, True)  # read flag; jne bad
+    s.branch(0x1010)
+    s.start(0x1004, 1, True)  # ret
+    s.ends(LIVES)
+    s.start(0x1010, 1, False)  # call describe; read config; call give_up
+    s.close(5, 0x1100)
+    events = [(READ, "flag", None, 0), (CALL, 0x2000, None, 0), (READ, "config", None, 0),
+              (CALL, 0x3000, None, 0), (GUARD, False, "g", 0)]
+    leads = s.leads(never_outside, inside)
+    mapped = StretchMap(s.stretch_of(), leads, [False] * len(leads), [(1, 0x2000), (3, 0x3000)])
+    assert mapped.live(events, lambda callee: False) == events
+    assert mapped.live(events, lambda callee: callee == 0x3000) == [events[0], events[4]]

@@ -76,26 +76,31 @@ def test_the_handler_is_known_never_to_return(machine: str) -> None:
 
 @pytest.mark.parametrize("machine", MACHINES)
 def test_what_a_branch_that_aborts_touches_is_dropped(machine: str) -> None:
-    """``validated``'s failed branch reads ``config_name`` and calls ``describe``, which
-    reads it too, then aborts: neither the read nor the call is among its effects, and
-    ``describe`` is not followed.  ``validated`` itself returns."""
+    """``validated``'s first failed branch reads ``config_name`` and calls ``describe``,
+    which reads it too, then calls ``abort``: the sweep drops that branch.  Its second
+    hands ``config_name``'s size to ``give_up``, this program's own function, which
+    aborts: that branch dies once ``give_up``'s summary says it never returns, when
+    the effects are composed.  ``validated`` itself returns."""
     from elfpatch.analysis.effects import EffectsAnalyzer
-    from elfpatch.analysis.effects.summary import CALL, READ
+    from elfpatch.analysis.effects.summary import READ
     from elfpatch.elf.file import ElfFile
 
     path = scenario("error_path", machine).path("config_last")
+    config_name = f"{symtab_address(path, '_Z11config_nameB5cxx11'):#x}"
     with ElfFile.open(str(path)) as elf:
         analyzer = EffectsAnalyzer(elf)
         analyzer.index.prepare()
-        validated = analyzer.summary(symtab_address(path, "_Z9validatedi"))
+        address = symtab_address(path, "_Z9validatedi")
+        validated = analyzer.summary(address)
         assert validated.may_return and not validated.never_returns
-        touched = [event for event in validated.events if event[0] in (READ, CALL)]
-        assert touched == [], touched
-        assert not validated.callees
-        # The oracle that it would be charged: the same code read as a whole.
+        # The oracles that the reads are there to charge: describe's own code reads
+        # config_name, and the sweep alone keeps the read of the give_up branch.
         describe = analyzer.summary(symtab_address(path, "_ZL8describev"))
-        config_name = f"{symtab_address(path, '_Z11config_nameB5cxx11'):#x}"
         assert (READ, config_name) in [event[:2] for event in describe.events]
+        assert [event[:2] for event in validated.events].count((READ, config_name)) == 1
+        assert analyzer.summary(symtab_address(path, "_Z7give_upPKcm")).never_returns
+        composed = analyzer.effects(address)
+        assert config_name not in composed.reads, composed.reads
 
 
 @pytest.mark.parametrize("machine", MACHINES)

@@ -34,10 +34,28 @@ unwinding path still pairs with its acquisition.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from elfpatch.analysis.effects.summary import (
+    ADDRESS,
+    CALL,
+    KEYED,
+    PASS,
+    PASS_FOREIGN,
+    READ,
+    STAMP,
+    UNKNOWN_PASS,
+    WRITE,
+    Event,
+    FunctionKey,
+)
 
 # The fate of a stretch's end: still open (decided by where it leads), or known.
 OPEN, LIVES, DIES = 0, 1, 2
+# Events that say what code touches (dropped where it dies), not what it holds.
+TOUCHES = frozenset({READ, WRITE, ADDRESS, PASS, PASS_FOREIGN, UNKNOWN_PASS, CALL, KEYED,
+                     STAMP})
 
 
 class Stretches:
@@ -90,46 +108,39 @@ class Stretches:
 
     def dying_events(self, outside_dies: Callable[[int], bool],
                      inside: Callable[[int], bool]) -> list[tuple[int, int]]:
-        """The (first, end) event index ranges of the stretches that die.
-
-        ``inside``: whether an address is in the function swept (a branch out of it
-        leads into split-off code, dying when ``outside_dies`` says so)."""
-        if not self.any_dies and not self.never:
-            return []
-        dead = self._dead(outside_dies, inside) if self.any_dies else [False] * len(self.starts)
-        for n in self._never_entered(inside):
-            dead[n] = True
+        """The (first, end) event index ranges of the stretches that die (``dead``)."""
+        dead = self.dead(outside_dies, inside, self.leads(outside_dies, inside))
         ends = [*self.first_event[1:], self.closed_at]
         return [(self.first_event[n], ends[n]) for n in range(len(self.starts))
                 if dead[n] and ends[n] > self.first_event[n]]
 
-    def _dead(self, outside_dies: Callable[[int], bool],
-              inside: Callable[[int], bool]) -> list[bool]:
-        """Which stretches die: those that end so, then, working back from them, each
-        whose every way on has been found to die (the least fixed point: a loop never
-        dies on its own account)."""
+    def stretch_of(self) -> list[int]:
+        """Each event's stretch, for the events made during the sweep."""
+        found = [-1] * self.closed_at
+        if not self.starts:  # nothing was decoded
+            return found
+        ends = [*self.first_event[1:], self.closed_at]
+        for n, (first, end) in enumerate(zip(self.first_event, ends, strict=True)):
+            found[first:end] = [n] * (end - first)
+        return found
+
+    def dead(self, outside_dies: Callable[[int], bool], inside: Callable[[int], bool],
+             leads: Sequence[list[int] | None]) -> list[bool]:
+        """Which stretches die, or are never entered (``leads``: ``self.leads``).
+
+        ``inside``: whether an address is in the function swept (a branch out of it
+        leads into split-off code, dying when ``outside_dies`` says so)."""
         dead = [fate == DIES for fate in self.fates]
-        ways_on = [0] * len(self.starts)  # ways on not yet known to die
-        comes_from: dict[int, list[int]] = {}
-        work = [n for n, died in enumerate(dead) if died]
-        for n in range(len(self.starts)):
-            leads = self._leads(n, outside_dies, inside)
-            if leads is None:
-                continue
-            for m in leads:
-                if m != _DIES_OUTSIDE:
-                    ways_on[n] += 1
-                    comes_from.setdefault(m, []).append(n)
-            if not ways_on[n]:
-                dead[n] = True
-                work.append(n)
-        while work:
-            for n in comes_from.get(work.pop(), ()):
-                ways_on[n] -= 1
-                if not ways_on[n] and not dead[n]:
-                    dead[n] = True
-                    work.append(n)
+        if self.any_dies:
+            dead = die_back(dead, leads)
+        for n in self._never_entered(inside):
+            dead[n] = True
         return dead
+
+    def leads(self, outside_dies: Callable[[int], bool],
+              inside: Callable[[int], bool]) -> list[list[int] | None]:
+        """Where each stretch may go on (``_leads``)."""
+        return [self._leads(n, outside_dies, inside) for n in range(len(self.starts))]
 
     def _never_entered(self, inside: Callable[[int], bool]) -> set[int]:
         """The stretches that start where a branch never taken goes, and that no other
@@ -174,3 +185,58 @@ class Stretches:
 
 
 _DIES_OUTSIDE = -2
+
+
+def die_back(dead: list[bool], leads: Sequence[list[int] | None]) -> list[bool]:
+    """``dead`` and, working back from those, each stretch whose every way on has been
+    found to die (the least fixed point: a loop never dies on its own account).
+    ``leads``: where each stretch may go on, None where it may go on elsewhere."""
+    dead = list(dead)
+    ways_on = [0] * len(dead)  # ways on not yet known to die
+    comes_from: dict[int, list[int]] = {}
+    work = [n for n, died in enumerate(dead) if died]
+    for n, way_out in enumerate(leads):
+        if way_out is None or dead[n]:
+            continue
+        for m in way_out:
+            if m != _DIES_OUTSIDE:
+                ways_on[n] += 1
+                comes_from.setdefault(m, []).append(n)
+        if not ways_on[n]:
+            dead[n] = True
+            work.append(n)
+    while work:
+        for n in comes_from.get(work.pop(), ()):
+            ways_on[n] -= 1
+            if not ways_on[n] and not dead[n]:
+                dead[n] = True
+                work.append(n)
+    return dead
+
+
+@dataclass(frozen=True)
+class StretchMap:
+    """What composing a function's effects needs to drop what leads only into a call
+    of this object's own code that never returns.  That is known only once the
+    callee's summary is: the C++ runtime linked in and stripped throws through
+    functions with no name (libnvJitLink.so.12 on aarch64 builds an exception,
+    taking it from the emergency pool where malloc fails, on the way to its
+    unnamed ``__cxa_throw``)."""
+
+    stretch_of: list[int]  # each event's stretch (-1: made apart from the sweep)
+    leads: list[list[int] | None]  # where each stretch may go on (``Stretches._leads``)
+    dead: list[bool]  # the stretches found to die when the function was swept
+    calls: list[tuple[int, FunctionKey]]  # (event index, function) of each call followed
+
+    def live(self, events: list[Event], fails: Callable[[FunctionKey], bool],
+             ) -> list[Event]:
+        """``events`` less what stretches that lead only into a failing call touch."""
+        failing = {self.stretch_of[n] for n, callee in self.calls if fails(callee)}
+        failing.discard(-1)
+        if not failing:
+            return events
+        dead = die_back([died or n in failing for n, died in enumerate(self.dead)],
+                        self.leads)
+        stretch_of = self.stretch_of
+        return [event for n, event in enumerate(events)
+                if not (event[0] in TOUCHES and stretch_of[n] >= 0 and dead[stretch_of[n]])]

@@ -24,7 +24,7 @@ from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from operator import itemgetter
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from elfpatch.base.text_enum import TextEnum
 
@@ -188,6 +188,14 @@ UNKNOWN_EFFECTS = Effects((), (), (), (), (), False, False)
 Pending = tuple[str, int, int, bool, bool, int]
 
 
+class LiveEvents(Protocol):
+    """A function's events less what leads only into calls that never return, once the
+    callees' summaries say which do (``dying.StretchMap``)."""
+
+    def live(self, events: list[Event], fails: Callable[[FunctionKey], bool],
+             ) -> list[Event]: ...
+
+
 @dataclass
 class FunctionSummary:
     """Effects of one function, without those of the functions it calls."""
@@ -211,6 +219,9 @@ class FunctionSummary:
     # or through a register), or a jump into its split-off part (.cold) whose code
     # does not run straight into a throw, an abort or a trap.
     may_return: bool = False
+    # What composing needs to drop the code that leads only into a call of this object's
+    # own code that never returns (``dying.StretchMap``); None when it calls none.
+    stretch_map: LiveEvents | None = field(default=None, repr=False, compare=False)
     # ``bare_keys()`` once worked out: the same tuple in every ``Effects`` that expands
     # this function, so placing them (``object_keys``) sees each function once.
     _bare: tuple[str, ...] | None = field(default=None, repr=False, compare=False)
@@ -350,7 +361,9 @@ class Collector:
         if address in self.expanded or address not in self.summaries:
             return
         self.expanded[address] = None
-        self.events(self.summaries[address].events)
+        summary = self.summaries[address]
+        mapped = summary.stretch_map
+        self.events(summary.events if mapped is None else mapped.live(summary.events, self.fails))
 
     def events(self, events: Iterable[Event]) -> None:
         reads, first = self.reads, self.first

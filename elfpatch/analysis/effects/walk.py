@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol
 
 from elfpatch.analysis.effects.addresses import AddressIndex, GotEntry
-from elfpatch.analysis.effects.dying import DIES, LIVES, Stretches
+from elfpatch.analysis.effects.dying import DIES, LIVES, TOUCHES, Stretches, StretchMap
 from elfpatch.analysis.effects.names import (
     ATEXIT_FUNCTIONS,
     GUARD_FUNCTIONS,
@@ -277,34 +277,64 @@ class FunctionWalk:
             if sized and reached < self.end:  # undecodable bytes
                 self.summary.stop(StopReason.UNKNOWN_INSTRUCTION)
         stretches.close(len(events), reached)
-        self.drop_dying()
+        stretch_of = stretches.stretch_of()
+        leads, dead = self.dying_stretches()
+        if dead is not None:
+            stretch_of = self.drop_dying(dead, stretch_of)
         if sized and paths is None and (pending or self.rejoined):
             self.tails_again()
         if events:
-            self.guard_by_flag(first)
+            inserted = self.guard_by_flag(first)
+            if inserted is not None:
+                stretch_of.insert(inserted, -1)
+        self.map_stretches(stretch_of, leads, dead)
         return self.summary
 
-    def drop_dying(self) -> None:
+    def dying_stretches(self) -> tuple[list[list[int] | None] | None, list[bool] | None]:
+        """Where each stretch leads (when some call may turn out never to return, or a
+        stretch dies), and which die (None: none)."""
+        stretches, events = self.stretches, self.events
+        dies = stretches.any_dies or bool(stretches.never)
+        if not dies and not any(event[0] == CALL for event in events):
+            return None, None
+        leads = stretches.leads(self.tail_fails, self.inside)
+        dead = stretches.dead(self.tail_fails, self.inside, leads) if dies else None
+        return leads, dead if dead is not None and any(dead) else None
+
+    def inside(self, address: int) -> bool:
+        return self.start <= address < self.end
+
+    def drop_dying(self, dead: list[bool], stretch_of: list[int]) -> list[int]:
         """What the code on the way to a crash, or entered only by a branch never taken,
         touches is dropped (``dying``); the guards it takes or releases stay.  A callee
-        called there alone is not followed."""
-        stretches = self.stretches
-        if not stretches.any_dies and not stretches.never:
-            return
-        dying = stretches.dying_events(self.tail_fails, lambda a: self.start <= a < self.end)
-        if not dying:
-            return
+        called there alone is not followed.  ``stretch_of`` is returned for the events
+        that stay."""
         events = self.events
-        dropped = {n for first, end in dying for n in range(first, end)
-                   if events[n][0] in _TOUCHES}
-        if not dropped:
+        kept = [n for n, event in enumerate(events)
+                if not (event[0] in TOUCHES and n < len(stretch_of) and stretch_of[n] >= 0
+                        and dead[stretch_of[n]])]
+        if len(kept) == len(events):
+            return stretch_of
+        called = {_callee_key(events[n]) for n in kept if events[n][0] == CALL}
+        for event in events:
+            if event[0] == CALL and _callee_key(event) not in called:
+                self.summary.callees.pop(_callee_key(event), None)
+        stretch_of = [stretch_of[n] if n < len(stretch_of) else -1 for n in kept]
+        events[:] = [events[n] for n in kept]
+        return stretch_of
+
+    def map_stretches(self, stretch_of: list[int], leads: list[list[int] | None] | None,
+                      dead: list[bool] | None) -> None:
+        """What composition needs to drop what leads only into a call that never
+        returns, when the function calls any it follows (``dying.StretchMap``)."""
+        events = self.events
+        calls = [(n, _callee_key(event)) for n, event in enumerate(events)
+                 if event[0] == CALL]
+        if not calls or leads is None:
             return
-        kept = [event for n, event in enumerate(events) if n not in dropped]
-        called = {_callee_key(event) for event in kept if event[0] == CALL}
-        for n in dropped:
-            if events[n][0] == CALL and _callee_key(events[n]) not in called:
-                self.summary.callees.pop(_callee_key(events[n]), None)
-        events[:] = kept
+        stretch_of = stretch_of + [-1] * (len(events) - len(stretch_of))
+        self.summary.stretch_map = StretchMap(stretch_of, leads,
+                                              dead or [False] * len(leads), calls)
 
     def tails_again(self) -> None:
         """Code further down that jumps back into a tail already swept (a block laid
@@ -359,31 +389,33 @@ class FunctionWalk:
                 return at >= ahead
         return False
 
-    def guard_by_flag(self, first: int) -> None:
+    def guard_by_flag(self, first: int) -> int | None:
         """A hand-made once-only guard: the function first tests a global flag, returns
         at once when it is set, and sets it to 1 itself (``if (done) return; …;
         done = true;``).  All it does then happens on its first call only, like a
         function-local static's construction between ``__cxa_guard_acquire`` and
         release: it is marked as guarded by the flag, and what it builds is built
         on first use by whichever caller comes first.  ``first``: where the
-        instruction that reads the flag is."""
+        instruction that reads the flag is.  Where the guard's event went in, if it
+        did."""
         events = self.events
         # The flag's read, after the address of the object it may be a member of
         # (a file without symbols): both at the one instruction.
         read = next((n for n, event in enumerate(events) if event[0] != ADDRESS), None)
         if read is None or events[read][0] != READ or type(events[read][1]) is not str:
-            return
+            return None
         flag = events[read][1]
         touches = [event for event in events[read + 1:]
                    if event[1] == flag and event[0] != GUARD_BYTE]
         if not touches or any(kind != WRITE or position != ONE_STORE
                               for kind, _flag, _callee, position in touches):
-            return
+            return None
         set_path = self.flag_set_path(first)
         if set_path is None or not self.returns_at_once(set_path):
-            return
+            return None
         events.insert(read + 1, (GUARD, True, flag, 0))
         events.append((GUARD, False, flag, 0))
+        return read + 1
 
     def built_later(self, following: int) -> int | None:
         """Where the code that builds a function-local static starts, when
@@ -1189,11 +1221,6 @@ _TAIL_CHUNK = 8  # instructions decoded at a time there: most tails end within t
 
 # The conditions of a branch taken when the two compared are equal (x86, aarch64).
 _EQUAL = frozenset({"e", "z", "eq"})
-
-# Events that say what code touches (dropped where it dies), not what it holds.
-_TOUCHES = frozenset({READ, WRITE, ADDRESS, PASS, PASS_FOREIGN, UNKNOWN_PASS, CALL, KEYED,
-                      STAMP})
-
 
 def _callee_key(event: Event) -> FunctionKey:
     """The function a CALL event follows, as ``FunctionSummary.callees`` keys it."""
