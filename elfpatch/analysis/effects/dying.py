@@ -29,6 +29,12 @@ The events of dying stretches that say what the code touches (reads,
 writes, calls, pointers passed, keys) are dropped; those that say what it
 holds (guards taken and released) stay, so that a guard's release on the
 unwinding path still pairs with its acquisition.
+
+A sweep knows a call that never returns by an import's name alone (a
+stripped copy keeps those).  A call into the object's own code that never
+returns is known from the callee's summary, once it is swept: the sweep
+keeps a ``StretchMap``, and composing the effects drops what leads only
+into such a call.
 """
 
 from __future__ import annotations
