@@ -46,6 +46,7 @@ from elfpatch.analysis.effects.summary import (
     Part,
     StopReason,
     effects_keys,
+    function_key,
     incomplete,
     read_seen,
     rekeyed,
@@ -218,7 +219,7 @@ class EffectsAnalyzer:
                 for event in events:
                     if event[0] != CALL:
                         continue
-                    callee = event[1] if event[2] is None else (event[1], event[2])
+                    callee = function_key(event[1], event[2])
                     if callee not in parents:
                         parents[callee] = key
                         following.append(callee)
@@ -284,8 +285,7 @@ class EffectsAnalyzer:
         """The merged function's own code between two calls, as a part (when it does any)."""
         if not any(event[0] in _SUBSTANTIAL for event in events):
             return
-        roots: list[FunctionKey] = [event[1] if event[2] is None else (event[1], event[2])
-                                    for event in events if event[0] == CALL]
+        roots = [function_key(event[1], event[2]) for event in events if event[0] == CALL]
         reached, stopped = self._reach(roots, max_depth - 1, max_functions - 1)
         stopped.update(merged.stopped)
         collector = Collector(reached, self.parameter_use)

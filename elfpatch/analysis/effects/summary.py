@@ -61,6 +61,14 @@ Constants = tuple[tuple[int, int], ...]
 # its paths (``paths.Paths``).
 FunctionKey = int | tuple[int, Constants]
 
+
+def function_key(address: int, constants: Constants | None) -> FunctionKey:
+    """The function a call follows: its address, with the constants it is passed when
+    it is walked knowing them (a CALL event's subject and callee, as
+    ``FunctionSummary.callees`` keys it)."""
+    return (address, constants) if constants else address
+
+
 # What a function does with one of its pointer parameters (bits): reads
 # through it, writes through it, or hands it as the object to act on (its
 # first argument, or the pointer to a by-value result) to code that is not
@@ -376,7 +384,7 @@ class Collector:
             elif kind == WRITE:
                 self.write(subject, position == ZERO_STORE)
             elif kind == CALL:
-                key = subject if callee is None else (subject, callee)
+                key = function_key(subject, callee)
                 if not self.fails(key):
                     self.function(key)
             elif kind in (PASS, PASS_FOREIGN):

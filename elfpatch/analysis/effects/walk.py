@@ -62,12 +62,11 @@ from elfpatch.analysis.effects.summary import (
     ZERO_STORE,
     AtExit,
     Constants,
-    Event,
-    FunctionKey,
     FunctionSummary,
     GuardKey,
     KeyedCall,
     StopReason,
+    function_key,
 )
 
 if TYPE_CHECKING:
@@ -315,10 +314,10 @@ class FunctionWalk:
                         and dead[stretch_of[n]])]
         if len(kept) == len(events):
             return stretch_of
-        called = {_callee_key(events[n]) for n in kept if events[n][0] == CALL}
+        called = {function_key(events[n][1], events[n][2]) for n in kept if events[n][0] == CALL}
         for event in events:
-            if event[0] == CALL and _callee_key(event) not in called:
-                self.summary.callees.pop(_callee_key(event), None)
+            if event[0] == CALL and function_key(event[1], event[2]) not in called:
+                self.summary.callees.pop(function_key(event[1], event[2]), None)
         stretch_of = [stretch_of[n] if n < len(stretch_of) else -1 for n in kept]
         events[:] = [events[n] for n in kept]
         return stretch_of
@@ -328,7 +327,7 @@ class FunctionWalk:
         """What composition needs to drop what leads only into a call that never
         returns, when the function calls any it follows (``dying.StretchMap``)."""
         events = self.events
-        calls = [(n, _callee_key(event)) for n, event in enumerate(events)
+        calls = [(n, function_key(event[1], event[2])) for n, event in enumerate(events)
                  if event[0] == CALL]
         if not calls or leads is None:
             return
@@ -958,8 +957,7 @@ class FunctionWalk:
             self.pass_arguments([*enumerate(arguments), (RESULT_POSITION, result)], resolved,
                                 name is not None and is_constructor(name))
         if resolved.follow is not None:
-            self.summary.callees[(resolved.follow, constants) if constants
-                                 else resolved.follow] = None
+            self.summary.callees[function_key(resolved.follow, constants)] = None
             self.events.append((CALL, resolved.follow, constants or None, 0))
 
     def guard_by_code(self, argument: Value | None, following: int) -> None:
@@ -1221,11 +1219,6 @@ _TAIL_CHUNK = 8  # instructions decoded at a time there: most tails end within t
 
 # The conditions of a branch taken when the two compared are equal (x86, aarch64).
 _EQUAL = frozenset({"e", "z", "eq"})
-
-def _callee_key(event: Event) -> FunctionKey:
-    """The function a CALL event follows, as ``FunctionSummary.callees`` keys it."""
-    _kind, address, constants, _position = event
-    return (address, constants) if constants else address
 
 
 def guard_key(value: Value) -> GuardKey:
