@@ -26,8 +26,12 @@ def never_outside(address: int) -> bool:
 
 def dying(stretches: Stretches, events: int,
           outside_dies: Callable[[int], bool] = never_outside) -> list[tuple[int, int]]:
+    """The (first, end) event index ranges of the stretches that die."""
     stretches.close(events, 0x1100)
-    return stretches.dying_events(outside_dies, inside)
+    dead = stretches.dead(outside_dies, inside, stretches.leads(outside_dies, inside))
+    ends = [*stretches.first_event[1:], stretches.closed_at]
+    return [(first, end) for first, end, died in zip(stretches.first_event, ends, dead,
+                                                     strict=True) if died and end > first]
 
 
 def test_a_branch_that_aborts_dies_and_the_other_way_lives() -> None:

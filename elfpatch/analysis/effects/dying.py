@@ -112,14 +112,6 @@ class Stretches:
         """The sweep is over: ``events`` made so far, code read up to ``swept_to``."""
         self.closed_at, self.swept_to = events, swept_to
 
-    def dying_events(self, outside_dies: Callable[[int], bool],
-                     inside: Callable[[int], bool]) -> list[tuple[int, int]]:
-        """The (first, end) event index ranges of the stretches that die (``dead``)."""
-        dead = self.dead(outside_dies, inside, self.leads(outside_dies, inside))
-        ends = [*self.first_event[1:], self.closed_at]
-        return [(self.first_event[n], ends[n]) for n in range(len(self.starts))
-                if dead[n] and ends[n] > self.first_event[n]]
-
     def stretch_of(self) -> list[int]:
         """Each event's stretch, for the events made during the sweep."""
         found = [-1] * self.closed_at
@@ -220,6 +212,14 @@ def die_back(dead: list[bool], leads: Sequence[list[int] | None]) -> list[bool]:
     return dead
 
 
+def kept_events(events: Sequence[Event], stretch_of: Sequence[int],
+                dead: Sequence[bool]) -> list[int]:
+    """The indices of the ``events`` that stay: all but what the stretches that die
+    touch (``stretch_of``: each event's stretch, -1 for none)."""
+    return [n for n, event in enumerate(events)
+            if not (event[0] in TOUCHES and stretch_of[n] >= 0 and dead[stretch_of[n]])]
+
+
 @dataclass(frozen=True)
 class StretchMap:
     """What composing a function's effects needs to drop what leads only into a call
@@ -243,6 +243,4 @@ class StretchMap:
             return events
         dead = die_back([died or n in failing for n, died in enumerate(self.dead)],
                         self.leads)
-        stretch_of = self.stretch_of
-        return [event for n, event in enumerate(events)
-                if not (event[0] in TOUCHES and stretch_of[n] >= 0 and dead[stretch_of[n]])]
+        return [events[n] for n in kept_events(events, self.stretch_of, dead)]

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol
 
 from elfpatch.analysis.effects.addresses import AddressIndex, GotEntry
-from elfpatch.analysis.effects.dying import DIES, LIVES, TOUCHES, Stretches, StretchMap
+from elfpatch.analysis.effects.dying import DIES, LIVES, Stretches, StretchMap, kept_events
 from elfpatch.analysis.effects.names import (
     ATEXIT_FUNCTIONS,
     GUARD_FUNCTIONS,
@@ -292,9 +292,9 @@ class FunctionWalk:
     def dying_stretches(self) -> tuple[list[list[int] | None] | None, list[bool] | None]:
         """Where each stretch leads (when some call may turn out never to return, or a
         stretch dies), and which die (None: none)."""
-        stretches, events = self.stretches, self.events
+        stretches = self.stretches
         dies = stretches.any_dies or bool(stretches.never)
-        if not dies and not any(event[0] == CALL for event in events):
+        if not dies and not self.summary.callees:
             return None, None
         leads = stretches.leads(self.tail_fails, self.inside)
         dead = stretches.dead(self.tail_fails, self.inside, leads) if dies else None
@@ -307,18 +307,16 @@ class FunctionWalk:
         """What the code on the way to a crash, or entered only by a branch never taken,
         touches is dropped (``dying``); the guards it takes or releases stay.  A callee
         called there alone is not followed.  ``stretch_of`` is returned for the events
-        that stay."""
+        that stay (each event of the sweep has one: nothing else has made any yet)."""
         events = self.events
-        kept = [n for n, event in enumerate(events)
-                if not (event[0] in TOUCHES and n < len(stretch_of) and stretch_of[n] >= 0
-                        and dead[stretch_of[n]])]
+        kept = kept_events(events, stretch_of, dead)
         if len(kept) == len(events):
             return stretch_of
         called = {function_key(events[n][1], events[n][2]) for n in kept if events[n][0] == CALL}
         for event in events:
             if event[0] == CALL and function_key(event[1], event[2]) not in called:
                 self.summary.callees.pop(function_key(event[1], event[2]), None)
-        stretch_of = [stretch_of[n] if n < len(stretch_of) else -1 for n in kept]
+        stretch_of = [stretch_of[n] for n in kept]
         events[:] = [events[n] for n in kept]
         return stretch_of
 
@@ -327,10 +325,10 @@ class FunctionWalk:
         """What composition needs to drop what leads only into a call that never
         returns, when the function calls any it follows (``dying.StretchMap``)."""
         events = self.events
+        if leads is None or not self.summary.callees:
+            return
         calls = [(n, function_key(event[1], event[2])) for n, event in enumerate(events)
                  if event[0] == CALL]
-        if not calls or leads is None:
-            return
         stretch_of = stretch_of + [-1] * (len(events) - len(stretch_of))
         self.summary.stretch_map = StretchMap(stretch_of, leads,
                                               dead or [False] * len(leads), calls)
