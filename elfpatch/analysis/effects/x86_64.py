@@ -296,8 +296,8 @@ class X86Walk(FunctionWalk):
             self.traps()  # a return has a handler of its own
             return False
         if mnemonic in _X86_COMPARES:
-            register, _, other = operands.partition(", ")
-            if other == "-1" and mnemonic == "cmp":
+            if mnemonic == "cmp" and operands.endswith(", -1"):
+                register = operands.partition(", ")[0]
                 self.compared_to_minus_one(_X86_FAMILY.get(register), address + size)
             if self.paths is not None:
                 self.compare_operands(mnemonic, operands, address + size)
