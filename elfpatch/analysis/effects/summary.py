@@ -435,18 +435,14 @@ class Collector:
 
     def pass_to(self, symbol: str, use: int) -> None:
         if use & USE_READ_FIRST:  # it updates the object: not a construction
-            self.first.setdefault(symbol, False)
-            if self.guarded:
-                self.guard_touches.setdefault(symbol, False)
+            self.touched(symbol, False)
         if use & (USE_WRITE | USE_UNKNOWN) and self.guarded \
                 and self.guard_touches.get(symbol, True):
             self.lazy.setdefault(symbol, None)
         if use & (USE_WRITE | USE_UNKNOWN):
             # A call that builds or may build the object: taken to build it
             # before anything it reads of it.
-            self.first.setdefault(symbol, True)
-            if self.guarded:
-                self.guard_touches.setdefault(symbol, True)
+            self.touched(symbol, True)
         if use & USE_READ:
             self.read(symbol, bool(use & USE_ASSUMED))
         if use & USE_WRITE:
@@ -461,9 +457,15 @@ class Collector:
             self.reads.setdefault(symbol, True)
         else:
             self.reads[symbol] = None
-        self.first.setdefault(symbol, False)
+        self.touched(symbol, False)
+
+    def touched(self, symbol: str, written: bool) -> None:
+        """The first touch of ``symbol``, a write or not, if it is the first: in all the
+        code, and since the outermost guard held was taken (``events`` inlines this
+        for reads, the commonest event)."""
+        self.first.setdefault(symbol, written)
         if self.guarded:
-            self.guard_touches.setdefault(symbol, False)
+            self.guard_touches.setdefault(symbol, written)
 
     def write(self, symbol: str, zero: bool = False) -> None:
         """A store; one under a guard builds a static on first use, unless the code
