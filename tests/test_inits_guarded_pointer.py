@@ -51,7 +51,6 @@ def test_the_lock_is_charged_stripped_or_not(machine: str, program: str, severit
         assert "only stores zeros" in found["message"] and "constinit" in found["message"]
 
 
-
 @pytest.mark.parametrize("machine", MACHINES)
 def test_a_priority_initializer_is_charged(machine: str, tmp_path: Path) -> None:
     """``priority.cpp`` takes the lock at init_priority 101, before every default-

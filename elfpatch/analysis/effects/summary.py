@@ -591,14 +591,13 @@ def object_keys(groups: Iterable[Iterable[str]], written: Iterable[str] = (),
     function touches both it and that object's start, and every function that
     stores to it also stores to that start or takes it as a pointer, and some
     function that stores to the start (if any does) touches that address or one
-    past it: a
-    constructor writes a string's pointer, size and buffer together, while a
-    counter that happens to lie just past a string is bumped by functions that
-    never touch the string (LLVM's command-line options each bump one, the
-    string's own TU too), a global just past another is set from it by an
-    initializer that only reads it, and one just past a registry is set by the
-    initializer that registers into it, which the registry's own constructor
-    never touches.  An address no code writes
+    past it: a constructor writes a string's pointer, size and buffer together,
+    while a counter that happens to lie just past a string is bumped by
+    functions that never touch the string (LLVM's command-line options each
+    bump one, the string's own TU too), a global just past another is set from
+    it by an initializer that only reads it, and one just past a registry is
+    set by the initializer that registers into it, which the registry's own
+    constructor never touches.  An address no code writes
     (``written``: the keys any code writes or builds) is read only, as a member
     read apart from the rest is (a string's size at +8, its constructor being
     another library's code): it joins the object within ``READ_MEMBER_REACH``.
