@@ -30,6 +30,7 @@ from elfpatch.analysis.initializers import (
     name_part,
 )
 from elfpatch.analysis.linkage import has_internal_linkage
+from elfpatch.analysis.registries import early_lookups
 from elfpatch.analysis.risks import (
     AnalysedInitializer,
     Objects,
@@ -37,6 +38,7 @@ from elfpatch.analysis.risks import (
     constructed_by,
     destruction_order_risks,
     destructor_risks,
+    guard_bytes,
     lazy_objects,
     order_risks,
     read_at_exit,
@@ -167,7 +169,7 @@ def analyse_object_fully(elf: ElfFile, path: str, member: str | None = None,
     calls = _Calls(analyzer, keys)
     risks = order_risks(analysed, objects, calls) \
         + destruction_order_risks(analysed, exit_code, objects, calls) \
-        + destructor_risks(analysed, read, objects)
+        + destructor_risks(analysed, read, objects) + early_lookups(analysed, objects, calls)
     report = ObjectReport(path, member, listing.machine, listing.elf_type, soname,
                           initializers, listing.finalizers, tuple(risks),
                           all(item.effects.complete for item in analysed),
@@ -262,9 +264,9 @@ class _Calls:
 
 def _objects(labels: Mapping[str, str], analysed: list[AnalysedInitializer],
              exit_code: dict[int, Effects], hooks: list[Effects]) -> Objects:
-    """Labels of the globals known by address, and those built on first use."""
+    """Labels of the globals known by address, those built on first use and guards."""
     every = [*(item.effects for item in analysed), *exit_code.values(), *hooks]
-    return Objects(labels, lazy_objects(every))
+    return Objects(labels, lazy_objects(every), guard_bytes(every))
 
 
 class _AddressLabels(Mapping[str, str]):
@@ -310,8 +312,10 @@ def _settled(analyzer: EffectsAnalyzer, analysed: list[AnalysedInitializer],
         touched.update({*effects.reads, *effects.writes, *(p[0] for p in effects.pending),
                         *registered})
         built.update(effects.writes, registered, (p[0] for p in effects.pending if p[2] <= 0))
+    # A registry built on first use, which several initializers touch, is worth it too:
+    # registering into it is writing through a pointer passed (``early_lookups``).
     worth = {s for s, n in touched.items() if n > 1 and s in built
-             and not objects.is_lazy(s) and not has_internal_linkage(s)}
+             and (objects.is_lazy(s) or not has_internal_linkage(s))}
     worth.update(s for s in exported if s in touched)
     # Code of several TUs inlined into one: whether it builds an object before it
     # reads it is a finding of its own (``order_risks``), one initializer alone.

@@ -27,6 +27,14 @@ Keys are compared by what they are, not where: a string literal by its
 text (each object has its own copy), a ``type_info`` by its symbol.  A
 ``type_info`` known only by address (a stripped object's own, unexported
 type) is no key.
+
+Most registries take their key as a ``std::string`` the caller builds on
+its stack, and -O2 inlines the look-up (``std::map::find``) into the
+initializer: no call is left to pair.  Inside one object the registry
+itself pairs them (``early_lookups``): an initializer whose code is
+followed to the end, that reads a registry built on first use and writes
+nothing into it, runs before or after the initializers of other TUs that
+register into it.
 """
 
 from __future__ import annotations
@@ -51,10 +59,14 @@ from elfpatch.analysis.effects.summary import (
     rekeyed,
 )
 from elfpatch.analysis.risks import (
+    NAMES,
     AnalysedInitializer,
+    Objects,
     Risk,
     RiskKind,
     Severity,
+    Via,
+    no_via,
 )
 from elfpatch.cxx.demangle import demangle
 
@@ -309,3 +321,76 @@ def _key(key: str) -> str:
 
 def _shown(label: str) -> str:
     return demangle(label) if label.startswith("_Z") else label
+
+
+# -- look-ups without a key -----------------------------------------------------------
+def early_lookups(initializers: Sequence[AnalysedInitializer], objects: Objects = NAMES,
+                  via: Via = no_via) -> list[Risk]:
+    """Look-ups in a registry built on first use against other TUs' registrations into
+    it, one object's initializers in run order, whatever the key.
+
+    A registration writes into the registry outside its construction (an entry
+    inserted, a count bumped: ``Effects.updates``).  A look-up reads it outside
+    its construction too (``Effects.open_reads``: building the registry, the
+    first to ask looks nothing up) and writes nothing there, in code followed to
+    the end: code not followed may register too.  A guard byte, set once by
+    whoever builds first, holds no entry.  Registrations of the look-up's own TU
+    run in the order of its source.
+    """
+    registrars: dict[str, list[int]] = {}
+    for position, item in enumerate(initializers):
+        for symbol in item.effects.updates:
+            if objects.is_lazy(symbol) and not objects.is_guard(symbol):
+                registrars.setdefault(symbol, []).append(position)
+    risks = []
+    for position, item in enumerate(initializers):
+        if not item.effects.complete:
+            continue
+        own = set(item.effects.updates)
+        for symbol in item.effects.open_reads:
+            if symbol in own or symbol not in registrars:
+                continue
+            others = [p for p in registrars[symbol] if initializers[p].unit != item.unit]
+            if others:
+                earlier = [initializers[p] for p in others if p < position]
+                later = [initializers[p] for p in others if p > position]
+                risks.append(_early_lookup(item, symbol, earlier, later, objects,
+                                           via(item.address, symbol)))
+    return risks
+
+
+def _early_lookup(item: AnalysedInitializer, symbol: str, earlier: list[AnalysedInitializer],
+                  later: list[AnalysedInitializer], objects: Objects,
+                  via: tuple[str, ...] | None) -> Risk:
+    """The risk of one look-up (``earlier``, ``later``: the TUs registering before and
+    after it, at least one of them)."""
+    name = objects.shown(symbol)
+    if not earlier:
+        severity, kind, registrar = Severity.ERROR, RiskKind.REGISTRATION_ORDER, later[0]
+        message = (f"{item.unit} looks up {name} (a registry built on first use) before "
+                   f"{_register(later)} into it: it finds none of their entries "
+                   "(static initialization order fiasco); look it up on first use (or in "
+                   "main), not from an initializer")
+    elif later:
+        severity, kind, registrar = Severity.WARNING, RiskKind.LINK_ORDER, later[0]
+        message = (f"{item.unit} looks up {name} (a registry built on first use) after "
+                   f"{_register(earlier)} into it but before {_register(later)}: what it "
+                   "finds depends on the link order")
+    else:
+        severity, kind, registrar = Severity.WARNING, RiskKind.LINK_ORDER, earlier[-1]
+        message = (f"{item.unit} looks up {name} (a registry built on first use) after "
+                   f"{_register(earlier)} into it: correct only because the registrations "
+                   "run first (link order)")
+    return Risk(severity, kind, item.label, objects.label(symbol), registrar.label, message,
+                reader_part=item.position, constructed_by_part=registrar.position,
+                object_address=objects.address(symbol), reader_address=item.address,
+                constructed_by_address=registrar.address, via=via)
+
+
+def _register(items: list[AnalysedInitializer]) -> str:
+    """Who registers, for a sentence: the first TU, and how many more."""
+    units = list(dict.fromkeys(item.unit for item in items))
+    if len(units) == 1:
+        return f"{units[0]} registers"
+    others = len(units) - 1
+    return f"{units[0]} and {others} other TU{'s' if others > 1 else ''} register"

@@ -98,18 +98,20 @@ class Risk:
 Via = Callable[[int | None, str], tuple[str, ...] | None]
 
 
-def _no_via(_root: int | None, _symbol: str) -> tuple[str, ...] | None:
+def no_via(_root: int | None, _symbol: str) -> tuple[str, ...] | None:
     return None
 
 
 @dataclass(frozen=True)
 class Objects:
     """How the globals effects name are shown: the labels of those known by address
-    (``0x…``: the symbol at that address, else the address), and those a
-    function-local static's guard showed are built on first use."""
+    (``0x…``: the symbol at that address, else the address), those a
+    function-local static's guard showed are built on first use, and the guard
+    bytes themselves."""
 
     labels: Mapping[str, str] = field(default_factory=dict)
     lazy: frozenset[str] = frozenset()
+    guards: frozenset[str] = frozenset()
 
     def label(self, key: str) -> str:
         return self.labels.get(key, key)
@@ -123,6 +125,9 @@ class Objects:
 
     def is_lazy(self, key: str) -> bool:
         return key in self.lazy or is_lazily_initialised(self.label(key))
+
+    def is_guard(self, key: str) -> bool:
+        return key in self.guards or self.label(key).startswith("_ZGV")
 
 
 NAMES = Objects()  # globals known by name alone (tests, other objects of a closure)
@@ -255,8 +260,13 @@ def lazy_objects(effects: Iterable[Effects]) -> frozenset[str]:
     return frozenset(key for e in effects for key in e.lazy)
 
 
+def guard_bytes(effects: Iterable[Effects]) -> frozenset[str]:
+    """Guard bytes some code tests."""
+    return frozenset(key for e in effects for key in e.guards)
+
+
 def order_risks(initializers: Sequence[AnalysedInitializer],
-                objects: Objects = NAMES, via: Via = _no_via) -> list[Risk]:
+                objects: Objects = NAMES, via: Via = no_via) -> list[Risk]:
     """Reads of globals another TU's initializer of the same object constructs
     (``via``: how the reader's code reaches each)."""
     claims = [_claims_of(item) for item in initializers]
@@ -413,7 +423,7 @@ def _destructor_name(atexit: AtExit) -> str:
 
 def destruction_order_risks(initializers: Sequence[AnalysedInitializer],
                             exit_code: Mapping[int, Effects],
-                            objects: Objects = NAMES, via: Via = _no_via) -> list[Risk]:
+                            objects: Objects = NAMES, via: Via = no_via) -> list[Risk]:
     """Destructors that read a global whose destructor, registered later, ran first."""
     order = registrations(initializers)
     destroyed_at = {r.atexit.object: k for k, r in enumerate(order) if r.atexit.object}

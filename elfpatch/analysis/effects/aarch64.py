@@ -117,6 +117,12 @@ class Arm64Walk(FunctionWalk):
         return any(word & 0x9F000000 == 0x90000000 for word in words)
 
     @staticmethod
+    def tests_guard_byte(code: bytes) -> bool:
+        """An ``ldarb``: how a guard is read before it is tested."""
+        words = memoryview(code)[: len(code) // 4 * 4].cast("I")
+        return any(word & 0xFFFFFC00 == 0x08DFFC00 for word in words)
+
+    @staticmethod
     def branch_target(mnemonic: str, operands: str) -> int | None:
         if mnemonic in _A64_CONDITIONAL or mnemonic == "b":
             return immediate(operands.rpartition("#")[2])

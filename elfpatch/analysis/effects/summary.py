@@ -184,6 +184,12 @@ class Effects:
     # Reads (of ``reads``) that no code seen makes: a pointer to the global reaches
     # this object's code that was not followed to the end, taken to read it.
     assumed: tuple[str, ...] = ()
+    # Guard bytes the code tests (``GUARD_BYTE``): a function-local static's, an inline
+    # variable's; a flag that orders construction, never an entry of a registry.
+    guards: tuple[str, ...] = ()
+    # Globals (of ``reads``) read where no guard is held: outside any first-use
+    # construction, as a look-up in a registry built on first use reads it.
+    open_reads: tuple[str, ...] = ()
 
     def written_first(self, symbol: str) -> bool | None:
         """Whether the first touch of ``symbol`` writes it (None: never touched)."""
@@ -346,6 +352,8 @@ class Collector:
         self.atexit: dict[tuple[str | None, int | str | None], AtExit] = {}
         self.hooks: dict[int, None] = {}
         self.lazy: dict[str, None] = {}
+        self.guard_bytes: dict[str, None] = {}
+        self.open_reads: dict[str, None] = {}
         self.keyed: dict[KeyedCall, None] = {}
         self.updates: dict[str, None] = {}
         self.stamped: dict[str, None] = {}
@@ -374,13 +382,15 @@ class Collector:
         self.events(summary.events if mapped is None else mapped.live(summary.events, self.fails))
 
     def events(self, events: Iterable[Event]) -> None:
-        reads, first = self.reads, self.first
+        reads, first, open_reads = self.reads, self.first, self.open_reads
         for kind, subject, callee, position in events:
             if kind == READ:  # ``read``, inlined: the commonest event by far
                 reads[subject] = None
                 first.setdefault(subject, False)
                 if self.guarded:
                     self.guard_touches.setdefault(subject, False)
+                else:
+                    open_reads[subject] = None
             elif kind == WRITE:
                 self.write(subject, position == ZERO_STORE)
             elif kind == CALL:
@@ -417,6 +427,7 @@ class Collector:
                 self.stamped.setdefault(subject, None)
             elif kind == GUARD_BYTE:
                 self.lazy.setdefault(subject, None)
+                self.guard_bytes.setdefault(subject, None)
 
     def fails(self, key: FunctionKey) -> bool:
         """Whether the function followed at ``key`` never returns (an error path)."""
@@ -457,6 +468,8 @@ class Collector:
             self.reads.setdefault(symbol, True)
         else:
             self.reads[symbol] = None
+        if not self.guarded:
+            self.open_reads.setdefault(symbol, None)
         self.touched(symbol, False)
 
     def touched(self, symbol: str, written: bool) -> None:
@@ -502,7 +515,8 @@ class Collector:
                        tuple(self.hooks), tuple(self.pending), tuple(self.lazy),
                        tuple(group for group in groups if group), tuple(self.keyed),
                        tuple(self.updates), tuple(self.stamped), (decided, undecided),
-                       tuple(self.changed), self.assumed_reads())
+                       tuple(self.changed), self.assumed_reads(), tuple(self.guard_bytes),
+                       tuple(self.open_reads))
 
     def assumed_reads(self) -> tuple[str, ...]:
         return tuple(symbol for symbol, assumed in self.reads.items() if assumed)
@@ -554,6 +568,7 @@ def settle(effects: Effects, use: PendingUse) -> Effects:
     collector.lazy = dict.fromkeys(effects.lazy)
     collector.updates = dict.fromkeys(effects.updates)
     collector.changed = dict.fromkeys(effects.changed)
+    collector.open_reads = dict.fromkeys(effects.open_reads)
     for symbol, callee, position, foreign, guarded, _touched in effects.pending:
         found = use(symbol, callee, position, foreign)
         collector.guarded = int(guarded)
@@ -568,7 +583,8 @@ def settle(effects: Effects, use: PendingUse) -> Effects:
         addresses=tuple(a for a in collector.addresses if a not in touched),
         passed=tuple(collector.passed), first_access=tuple(first.items()),
         pending=(), lazy=tuple(collector.lazy), updates=tuple(collector.updates),
-        changed=tuple(collector.changed), assumed=collector.assumed_reads())
+        changed=tuple(collector.changed), assumed=collector.assumed_reads(),
+        open_reads=tuple(collector.open_reads))
 
 
 # -- objects known by address -----------------------------------------------------------
@@ -781,6 +797,7 @@ def rekeyed(effects: Effects, keys: dict[str, str]) -> Effects:
         atexit=tuple(dataclasses.replace(r, object=keys.get(r.object, r.object))
                      if r.object else r for r in effects.atexit),
         pending=tuple((keys.get(p[0], p[0]), *p[1:5], placed[p[5]]) for p in effects.pending),
-        lazy=each(effects.lazy), updates=each(effects.updates),
-        stamped=each(effects.stamped), changed=each(effects.changed), groups=(),
+        lazy=each(effects.lazy), guards=each(effects.guards), updates=each(effects.updates),
+        open_reads=each(effects.open_reads), stamped=each(effects.stamped),
+        changed=each(effects.changed), groups=(),
         assumed=tuple(key for key in each(effects.assumed) if key not in seen))

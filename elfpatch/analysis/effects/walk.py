@@ -217,6 +217,12 @@ class FunctionWalk:
         somewhere (a quick look at the bytes, before reading what it returns)."""
         return False
 
+    @staticmethod
+    def tests_guard_byte(code: bytes) -> bool:
+        """Whether the code loads a byte the way a function-local static's guard is
+        tested (a quick look at the bytes): an accessor that builds its static."""
+        return False
+
     @classmethod
     def parameter_registers(cls) -> list[tuple[int, str]]:
         """(position, register) of each pointer a caller may pass."""

@@ -95,6 +95,7 @@ _X86_IMPLICIT = frozenset({"mul", "div", "idiv", "cdq", "cqo", "cwd", "cdqe", "c
                            "movsw", "movsq", "lodsb", "lodsq", "scasb", "cmpsb", "xgetbv"})
 # lea r64, [rip + disp32]: how an accessor takes its object's address to return it.
 _LEA_RIP = re.compile(rb"[\x48\x4c]\x8d[\x05\x0d\x15\x1d\x25\x2d\x35\x3d]")
+_GUARD_BYTE_LOAD = re.compile(rb"\x0f\xb6[\x05\x0d\x15\x1d\x25\x2d\x35\x3d]|\x80\x3d")
 _X86_OP_MEM = 3  # capstone.x86.X86_OP_MEM
 _X86_COMPARES = frozenset({"cmp", "test"})
 _X86_ARGUMENT_BITS = {name: 1 << ("rdi", "rsi", "rdx", "rcx", "r8", "r9").index(family)
@@ -459,6 +460,11 @@ class X86Walk(FunctionWalk):
     @staticmethod
     def may_return_address(code: bytes) -> bool:
         return _LEA_RIP.search(code) is not None
+
+    @staticmethod
+    def tests_guard_byte(code: bytes) -> bool:
+        """``movzbl guard(%rip), %eax`` (any register), or ``cmpb $0, guard(%rip)``."""
+        return _GUARD_BYTE_LOAD.search(code) is not None
 
     def on_stop(self, following: int, operands: str) -> bool:
         self.traps()

@@ -1,0 +1,50 @@
+"""A look-up in a registry built on first use, made before the registrations
+(``fixtures/early_lookup``).
+
+``probe.cpp``'s initializer looks ``"circle"`` up with an inlined
+``std::map::count`` and a ``std::string`` key; ``shapes.cpp``'s registers it.
+The oracle is what the program prints: ``found=0`` where the look-up ran
+first, ``found=1`` otherwise, the registry holding 2 entries either way.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from support.inits import (
+    MACHINES,
+    ORDER_KINDS,
+    order_risks_when_stripped,
+    printed,
+    risks,
+    same_when_stripped,
+    scenario,
+)
+
+REGISTRATION_KINDS = (*ORDER_KINDS, "registration-order")
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_a_look_up_before_the_registrations_is_an_error(machine: str, tmp_path: Path) -> None:
+    built = scenario("early_lookup", machine)
+    assert printed(built, "probe_first") == {"found": "0", "entries": "2"}
+    for path in (built.path("probe_first"), built.path("libprobe_first.so")):
+        found = risks(same_when_stripped(machine, path, tmp_path), *REGISTRATION_KINDS)
+        assert [(r["severity"], r["kind"]) for r in found] == [("error", "registration-order")]
+        (risk,) = found
+        assert risk["object_address"] is not None
+        assert risk["reader_address"] != risk["constructed_by_address"]
+    named = risks(same_when_stripped(machine, built.path("probe_first"), tmp_path),
+                  "registration-order")
+    assert named[0]["message"].startswith("probe.cpp looks up Registry::get()::registry")
+    assert "before shapes.cpp registers into it" in named[0]["message"]
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_a_look_up_after_them_is_a_link_order_dependence(machine: str, tmp_path: Path) -> None:
+    built = scenario("early_lookup", machine)
+    assert printed(built, "shapes_first") == {"found": "1", "entries": "2"}
+    found = order_risks_when_stripped(machine, built.path("shapes_first"), tmp_path)
+    assert [(r["severity"], r["kind"]) for r in found] == [("warning", "link-order-dependence")]
+    assert "after shapes.cpp registers into it" in found[0]["message"]
