@@ -312,11 +312,18 @@ def _settled(analyzer: EffectsAnalyzer, analysed: list[AnalysedInitializer],
         touched.update({*effects.reads, *effects.writes, *(p[0] for p in effects.pending),
                         *registered})
         built.update(effects.writes, registered, (p[0] for p in effects.pending if p[2] <= 0))
-    # A registry built on first use, which several initializers touch, is worth it too:
-    # registering into it is writing through a pointer passed (``early_lookups``).
     worth = {s for s, n in touched.items() if n > 1 and s in built
-             and (objects.is_lazy(s) or not has_internal_linkage(s))}
+             and not objects.is_lazy(s) and not has_internal_linkage(s)}
     worth.update(s for s in exported if s in touched)
+    # In initializers, a registry built on first use that several of them touch too:
+    # registering into it is writing through a pointer passed (``early_lookups``).
+    # Not at exit: no risk there needs it, and a destructor's pass of it taken for a
+    # read (aarch64 libnvJitLink.so.12: 23 destruction-order errors whose read a
+    # process that loads and unloads the library never makes) is none.
+    registries = Counter(s for item in analysed for s in {
+        *item.effects.reads, *item.effects.writes, *(p[0] for p in item.effects.pending)})
+    in_registries = worth | {s for s, n in registries.items()
+                             if n > 1 and s in built and objects.is_lazy(s)}
     # Code of several TUs inlined into one: whether it builds an object before it
     # reads it is a finding of its own (``order_risks``), one initializer alone.
     for item in analysed:
@@ -324,14 +331,18 @@ def _settled(analyzer: EffectsAnalyzer, analysed: list[AnalysedInitializer],
             registered = registered_destructors(item)
             worth.update(p[0] for p in item.effects.pending if p[0] in registered)
 
-    def use(symbol: str, function: int, position: int, foreign: bool) -> int | None:
-        if foreign or symbol in worth:
-            return analyzer.parameter_use(function, position)
-        return None
+    def user(wanted: set[str]) -> Callable[[str, int, int, bool], int | None]:
+        def use(symbol: str, function: int, position: int, foreign: bool) -> int | None:
+            if foreign or symbol in wanted:
+                return analyzer.parameter_use(function, position)
+            return None
+        return use
 
-    return ([dataclasses.replace(item, effects=settle(item.effects, use)) for item in analysed],
-            {address: settle(effects, use) for address, effects in exit_code.items()},
-            [settle(effects, use) for effects in hooks])
+    at_init, elsewhere = user(in_registries), user(worth)
+    return ([dataclasses.replace(item, effects=settle(item.effects, at_init))
+             for item in analysed],
+            {address: settle(effects, elsewhere) for address, effects in exit_code.items()},
+            [settle(effects, elsewhere) for effects in hooks])
 
 def _analysed(elf: ElfFile, entries: list[InitializerEntry],
               found: list[Effects | list[Part]], label: Callable[[str], str],
