@@ -384,7 +384,16 @@ def _early_lookup(item: AnalysedInitializer, symbol: str, earlier: list[Analysed
     return Risk(severity, kind, item.label, objects.label(symbol), registrar.label, message,
                 reader_part=item.position, constructed_by_part=registrar.position,
                 object_address=objects.address(symbol), reader_address=item.address,
-                constructed_by_address=registrar.address, via=via)
+                constructed_by_address=registrar.address, via=via, unkeyed=True)
+
+
+def with_keyed(risks: Sequence[Risk], keyed: Sequence[Risk]) -> tuple[Risk, ...]:
+    """An object's risks and its look-ups paired by key; a look-up the registry alone
+    paired as well (the same initializer, the same registry) is said once, with its
+    key and the functions it calls."""
+    paired = {(risk.reader, risk.object) for risk in keyed}
+    return (*(risk for risk in risks if not (risk.unkeyed and (risk.reader, risk.object)
+                                             in paired)), *keyed)
 
 
 def _register(items: list[AnalysedInitializer]) -> str:

@@ -91,6 +91,9 @@ class Risk:
     # The functions by which the reading code reaches the object, from the first
     # it calls down to the one whose own code touches it (None: its own code does).
     via: tuple[str, ...] | None = None
+    # A look-up paired with the registrations by the registry alone, without a key
+    # (``registries.early_lookups``): said again, with its key, when a keyed call is.
+    unkeyed: bool = False
 
 
 # The calls from where code starts (an address) down to the function that touches a

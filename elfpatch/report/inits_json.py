@@ -35,8 +35,9 @@ def _entry(entry: InitializerEntry) -> dict[str, Any]:
 
 
 # A risk's fields, in order: all flat (``asdict``'s deep copy of each took a tenth
-# of the JSON report of libtorch_cpu.so's 4,526 risks).
-_RISK_FIELDS = tuple(field.name for field in fields(Risk))
+# of the JSON report of libtorch_cpu.so's 4,526 risks).  ``unkeyed`` only joins the
+# look-ups paired two ways: a look-up without a key has no ``key``.
+_RISK_FIELDS = tuple(field.name for field in fields(Risk) if field.name != "unkeyed")
 
 
 def _risk(risk: Risk) -> dict[str, Any]:

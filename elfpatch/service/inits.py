@@ -21,7 +21,12 @@ from elfpatch.analysis.init_order import (
     analyse_object_fully,
     exported_definitions,
 )
-from elfpatch.analysis.registries import KeyedUse, keyed_uses, registration_risks
+from elfpatch.analysis.registries import (
+    KeyedUse,
+    keyed_uses,
+    registration_risks,
+    with_keyed,
+)
 from elfpatch.analysis.risks import (
     ObjectInitialisation,
     cross_object_destruction_risks,
@@ -65,8 +70,9 @@ def _with_registrations(analysis: ObjectAnalysis, source: ElfSource) -> ObjectRe
         lookup = lookup_order_of(report.path)
         indexed = {report.path: analysis.index} if analysis.index is not None else {}
     found = registration_risks(uses, roles(uses, lookup, indexed), lambda _a, _b: False)
-    extra = tuple(found.get(report.path, ()))
-    return dataclasses.replace(report, risks=report.risks + extra) if extra else report
+    keyed = found.get(report.path, [])
+    return dataclasses.replace(report, risks=with_keyed(report.risks, keyed)) if keyed \
+        else report
 
 
 def analyse_closure(root: str, sort_algorithm: int, follow_code: bool = True,
@@ -100,11 +106,10 @@ def analyse_closure(root: str, sort_algorithm: int, follow_code: bool = True,
     for label, risks in cross_object_destruction_risks(states, lookup).items():
         extra.setdefault(label, []).extend(risks)
     needs = dependencies(closure)
-    for label, risks in registration_risks(
-            uses, roles(uses, lookup), lambda user, registrar: registrar in needs.get(user, ())
-    ).items():
-        extra.setdefault(label, []).extend(risks)
-    reports = [dataclasses.replace(r, risks=r.risks + tuple(extra.get(r.path, ())))
+    keyed = registration_risks(
+        uses, roles(uses, lookup), lambda user, registrar: registrar in needs.get(user, ()))
+    reports = [dataclasses.replace(r, risks=with_keyed(r.risks + tuple(extra.get(r.path, ())),
+                                                       keyed.get(r.path, [])))
                for r in reports]
     entries = [ClosureEntry(str(o.path), o.soname) for o in closure.objects]
     program = next((r for r in reports if r.path == str(closure.root.path)), None)

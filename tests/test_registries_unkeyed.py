@@ -1,0 +1,70 @@
+"""Look-ups paired with registrations by the registry alone (``registries.early_lookups``),
+on initializers made by hand: who counts as looking up, who as registering, and
+what is said when a keyed call pairs the same look-up."""
+
+from __future__ import annotations
+
+from elfpatch.analysis.effects import Effects
+from elfpatch.analysis.initializers import InitializerEntry
+from elfpatch.analysis.registries import early_lookups, with_keyed
+from elfpatch.analysis.risks import AnalysedInitializer, Objects, Risk, RiskKind, Severity
+from elfpatch.elf.arrays import InitializerKind
+
+REGISTRY = "0x5100"
+GUARD = "0x50f8"
+OBJECTS = Objects(lazy=frozenset({REGISTRY, GUARD}), guards=frozenset({GUARD}))
+
+
+def initializer(unit: str, address: int, *, reads: tuple[str, ...] = (),
+                updates: tuple[str, ...] = (), complete: bool = True) -> AnalysedInitializer:
+    entry = InitializerEntry(InitializerKind.INIT_ARRAY, address, address, None, None, unit,
+                             None, None)
+    effects = Effects(updates, reads, (), (), (), False, complete, updates=updates,
+                      open_reads=reads)
+    return AnalysedInitializer(entry, effects)
+
+
+def verdicts(initializers: list[AnalysedInitializer]) -> list[tuple[str, str, str]]:
+    return [(r.severity.value, r.kind.value, r.reader) for r in early_lookups(initializers,
+                                                                              OBJECTS)]
+
+
+def test_a_look_up_before_every_registration_is_an_error() -> None:
+    found = verdicts([initializer("probe.cpp", 1, reads=(REGISTRY,)),
+                      initializer("shapes.cpp", 2, updates=(REGISTRY,)),
+                      initializer("more.cpp", 3, updates=(REGISTRY,))])
+    assert found == [("error", "registration-order", "init_array[1]@0x1")]
+
+
+def test_a_look_up_between_registrations_is_a_warning() -> None:
+    (risk,) = early_lookups([initializer("shapes.cpp", 1, updates=(REGISTRY,)),
+                             initializer("probe.cpp", 2, reads=(REGISTRY,)),
+                             initializer("more.cpp", 3, updates=(REGISTRY,))], OBJECTS)
+    assert (risk.severity, risk.kind) == (Severity.WARNING, RiskKind.LINK_ORDER)
+    assert "after shapes.cpp registers into it but before more.cpp registers" in risk.message
+
+
+def test_what_is_not_a_look_up_is_not_reported() -> None:
+    registrar = initializer("shapes.cpp", 2, updates=(REGISTRY,))
+    # A registration reads the registry too; code not followed to the end may register.
+    assert verdicts([initializer("own.cpp", 1, reads=(REGISTRY,), updates=(REGISTRY,)),
+                     registrar]) == []
+    assert verdicts([initializer("probe.cpp", 1, reads=(REGISTRY,), complete=False),
+                     registrar]) == []
+    # The look-up's own TU registers in the order of its source; a guard holds no entry.
+    assert verdicts([initializer("shapes.cpp", 1, reads=(REGISTRY,)), registrar]) == []
+    assert verdicts([initializer("probe.cpp", 1, reads=(GUARD,)),
+                     initializer("shapes.cpp", 2, updates=(GUARD,))]) == []
+
+
+def test_a_look_up_paired_by_key_too_is_said_once() -> None:
+    unkeyed = early_lookups([initializer("probe.cpp", 1, reads=(REGISTRY,)),
+                             initializer("shapes.cpp", 2, updates=(REGISTRY,))], OBJECTS)
+    keyed = Risk(Severity.ERROR, RiskKind.REGISTRATION_ORDER, "init_array[1]@0x1", REGISTRY,
+                 "init_array[2]@0x2", "probe.cpp looks up the key \"circle\"",
+                 key="string:circle")
+    other = Risk(Severity.ERROR, RiskKind.REGISTRATION_ORDER, "init_array[7]@0x7", REGISTRY,
+                 "init_array[2]@0x2", "another look-up", key="string:square")
+    assert with_keyed(unkeyed, [keyed]) == (keyed,)
+    assert with_keyed(unkeyed, [other]) == (*unkeyed, other)
+    assert with_keyed(unkeyed, []) == tuple(unkeyed)
