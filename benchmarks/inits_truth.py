@@ -7,8 +7,9 @@ filled by registrations, a path built from another TU's string, a plugin
 list reached through a function-local static, ids from a zero-initialized
 counter, a logger whose destructor reads another TU's string, a unit table
 and a mode check whose constant argument selects a path that reads no other
-TU's global, next to a real read of one) and six modelled on the patterns of
+TU's global, next to a real read of one) and seven modelled on the patterns of
 real projects (``MODELLED``: googletest's TEST registry, LLVM's cl::opt,
+dmlc-core's registry looked up by a ``std::string``,
 glog/abseil string flags, protobuf's generated descriptor pool looked up by
 file name, a Meyers singleton used right, a logger behind a function-local
 static used by another global's destructor) are built with
@@ -422,6 +423,56 @@ MODELLED: dict[str, Program] = {
                 "#include <cstdio>\n"
                 "const char* person_schema();\n"
                 'int main() { std::printf("BUG=%d\\n", person_schema() ? 0 : 1); }\n'
+            ),
+        },
+    ),
+    # dmlc-core's Registry<T> (xgboost's objectives): entries registered under a
+    # std::string from initializers into a function-local static; another TU's
+    # initializer finds one with the inlined map look-up (no call is passed a key).
+    "dmlc": Program(
+        orders=(
+            ("plugin.cpp", "objectives.cpp", "registry.cpp", "main.cpp"),
+            ("objectives.cpp", "plugin.cpp", "registry.cpp", "main.cpp"),
+        ),
+        sources={
+            "registry.h": (
+                "#include <map>\n#include <string>\n#include <vector>\n"
+                "struct ObjReg { std::string name; int arity = 0; };\n"
+                "struct Registry {\n"
+                "    std::vector<ObjReg*> entry_list;\n"
+                "    std::map<std::string, ObjReg*> fmap;\n"
+                "    static Registry* Get();\n"
+                "    ObjReg& Register(const std::string& name);\n"
+                "    static const ObjReg* Find(const std::string& name) {\n"
+                "        auto& m = Get()->fmap;\n"
+                "        auto p = m.find(name);\n"
+                "        return p == m.end() ? nullptr : p->second;\n"
+                "    }\n"
+                "};\n"
+            ),
+            "registry.cpp": (
+                '#include "registry.h"\n'
+                "Registry* Registry::Get() { static Registry inst; return &inst; }\n"
+                "ObjReg& Registry::Register(const std::string& name) {\n"
+                "    auto* e = new ObjReg{name};\n"
+                "    fmap[name] = e;\n"
+                "    entry_list.push_back(e);\n"
+                "    return *e;\n"
+                "}\n"
+            ),
+            "objectives.cpp": (
+                '#include "registry.h"\n'
+                'static ObjReg& squared = Registry::Get()->Register("reg:squarederror");\n'
+                'static ObjReg& logistic = Registry::Get()->Register("reg:logistic");\n'
+            ),
+            "plugin.cpp": (
+                '#include "registry.h"\n'
+                'static const bool found = Registry::Find("reg:squarederror") != nullptr;\n'
+                "bool plugin_found() { return found; }\n"
+            ),
+            "main.cpp": (
+                "#include <cstdio>\nbool plugin_found();\n"
+                'int main() { std::printf("BUG=%d\\n", plugin_found() ? 0 : 1); }\n'
             ),
         },
     ),

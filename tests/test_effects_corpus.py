@@ -45,6 +45,7 @@ from elfpatch.analysis.effects.summary import (
     ATEXIT,
     CALL,
     GUARD,
+    GUARD_VARIABLE,
     HOOK,
     PASS,
     PASS_FOREIGN,
@@ -279,7 +280,7 @@ def rendered(summary: FunctionSummary) -> tuple[str, ...]:
 
 _KINDS = {READ: "read", WRITE: "write", ADDRESS: "address", PASS: "pass",
           PASS_FOREIGN: "pass foreign", UNKNOWN_PASS: "pass", CALL: "follow",
-          HOOK: "hook"}
+          HOOK: "hook", GUARD_VARIABLE: "guard variable"}
 
 
 # -- the corpus (printed by `python tests/test_effects_corpus.py`) -------------------------
@@ -631,6 +632,7 @@ CORPUS: tuple[Row, ...] = (
             'read _ZZ8instancevE5value',
             'address first',
             'write first',
+            'guard variable _ZGVZ8instancevE5value',
             'guard taken',
             'pass _ZGVZ8instancevE5value to code not followed as 0',
             'address _ZZ8instancevE5value',
@@ -1027,6 +1029,7 @@ CORPUS: tuple[Row, ...] = (
             'address first',
             'read _ZZ8instancevE5value',
             'write first',
+            'guard variable _ZGVZ8instancevE5value',
             'guard taken',
             'pass _ZGVZ8instancevE5value to code not followed as 0',
             'address _ZZ8instancevE5value',

@@ -30,7 +30,7 @@ from elfpatch.analysis.initializers import (
     name_part,
 )
 from elfpatch.analysis.linkage import has_internal_linkage
-from elfpatch.analysis.registries import early_lookups
+from elfpatch.analysis.registries import early_lookups, registry_members
 from elfpatch.analysis.risks import (
     AnalysedInitializer,
     Objects,
@@ -322,8 +322,10 @@ def _settled(analyzer: EffectsAnalyzer, analysed: list[AnalysedInitializer],
     # process that loads and unloads the library never makes) is none.
     registries = Counter(s for item in analysed for s in {
         *item.effects.reads, *item.effects.writes, *(p[0] for p in item.effects.pending)})
-    in_registries = worth | {s for s, n in registries.items()
-                             if n > 1 and s in built and objects.is_lazy(s)}
+    shared = {s for s, n in registries.items() if n > 1 and s in built and objects.is_lazy(s)}
+    # Without symbols, a member handed to a function of the registry's (its map's
+    # ``find``) is an object of its own, touched by one initializer only.
+    in_registries = worth | shared | registry_members(shared, registries, objects)
     # Code of several TUs inlined into one: whether it builds an object before it
     # reads it is a finding of its own (``order_risks``), one initializer alone.
     for item in analysed:

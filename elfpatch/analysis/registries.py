@@ -40,7 +40,7 @@ register into it.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from elfpatch.analysis.effects import Effects, EffectsAnalyzer
@@ -342,21 +342,57 @@ def early_lookups(initializers: Sequence[AnalysedInitializer], objects: Objects 
         for symbol in item.effects.updates:
             if objects.is_lazy(symbol) and not objects.is_guard(symbol):
                 registrars.setdefault(symbol, []).append(position)
+    starts = _starts(registrars, objects)
     risks = []
     for position, item in enumerate(initializers):
         if not item.effects.complete:
             continue
         own = set(item.effects.updates)
-        for symbol in item.effects.open_reads:
-            if symbol in own or symbol not in registrars:
+        for read in item.effects.open_reads:
+            if objects.is_guard(read):  # testing whether a static is built looks nothing up
                 continue
-            others = [p for p in registrars[symbol] if initializers[p].unit != item.unit]
+            registry = read if read in registrars else _member_of(read, starts, objects)
+            if registry is None or registry in own or read in own \
+                    or (registry != read and registry not in item.effects.lazy):
+                continue
+            others = [p for p in registrars[registry] if initializers[p].unit != item.unit]
             if others:
                 earlier = [initializers[p] for p in others if p < position]
                 later = [initializers[p] for p in others if p > position]
-                risks.append(_early_lookup(item, symbol, earlier, later, objects,
-                                           via(item.address, symbol)))
+                risks.append(_early_lookup(item, registry, earlier, later, objects,
+                                           via(item.address, read)))
     return risks
+
+
+def registry_members(registries: Iterable[str], keys: Iterable[str],
+                     objects: Objects) -> set[str]:
+    """Those of ``keys`` that may be members of one of ``registries`` (``_member_of``)."""
+    starts = _starts(registries, objects)
+    return {key for key in keys if _member_of(key, starts, objects) is not None}
+
+
+def _starts(registries: Iterable[str], objects: Objects) -> list[tuple[int, str]]:
+    return sorted((address, key) for key in registries
+                  if (address := objects.address(key)) is not None)
+
+
+def _member_of(key: str, starts: list[tuple[int, str]], objects: Objects) -> str | None:
+    """The registry ``key`` may be a member of, in a file without symbols: one starting
+    at most ``MEMBER_REACH`` below it.
+
+    A member the code hands to a function (``std::map::find`` on the registry's
+    map, not inlined) is taken there for an object of its own.  A read of it is
+    a read of the registry only when the reading code builds that registry on
+    first use itself (through its accessor): then it is that registry's member,
+    not another static's lying next to it (``early_lookups`` checks).
+    """
+    address = objects.address(key)
+    if address is None:
+        return None
+    k = bisect_left(starts, (address, "")) - 1
+    if k < 0 or address - starts[k][0] >= MEMBER_REACH:
+        return None
+    return starts[k][1]
 
 
 def _early_lookup(item: AnalysedInitializer, symbol: str, earlier: list[AnalysedInitializer],

@@ -43,12 +43,14 @@ from elfpatch.base.text_enum import TextEnum
 # to 1 itself: a guard variable tested inline (an inline variable's, in every TU
 # that builds it, or a hand-made once-only flag).  No initializer builds it; it is
 # an object of one byte of its own, whatever lies next to it.
+# GUARD_VARIABLE: the guard variable passed to __cxa_guard_acquire (its key), what a
+# read of it tests: whether a static is built, never what a registry holds.
 # WRITE's position is ZERO_STORE for a store of zero into zero-initialized memory
 # (.bss): it leaves the bytes as the loader made them; ONE_STORE for a store of
 # the number 1 (a flag set); ONE_BYTE for the construction of an object of one
 # byte (``std::ios_base::Init``, what ``<iostream>`` puts in every TU).
 READ, WRITE, ADDRESS, PASS, PASS_FOREIGN, UNKNOWN_PASS, CALL, ATEXIT, HOOK, GUARD, KEYED, \
-    STAMP, GUARD_BYTE = range(13)
+    STAMP, GUARD_BYTE, GUARD_VARIABLE = range(14)
 ZERO_STORE, ONE_STORE, ONE_BYTE = 1, 2, 3  # WRITE's position
 # The subject (str, int, bool, AtExit or KeyedCall) and the callee (int or None) are
 # typed by the kind: a tagged union a type checker cannot narrow on an int, hence Any
@@ -427,6 +429,8 @@ class Collector:
                 self.stamped.setdefault(subject, None)
             elif kind == GUARD_BYTE:
                 self.lazy.setdefault(subject, None)
+                self.guard_bytes.setdefault(subject, None)
+            elif kind == GUARD_VARIABLE:
                 self.guard_bytes.setdefault(subject, None)
 
     def fails(self, key: FunctionKey) -> bool:

@@ -47,6 +47,7 @@ from elfpatch.analysis.effects.summary import (
     CALL,
     GUARD,
     GUARD_BYTE,
+    GUARD_VARIABLE,
     HOOK,
     KEYED,
     MEMBER_REACH,
@@ -717,6 +718,12 @@ class FunctionWalk:
             self.state = kept
         return True
 
+    def guard_variable(self, key: GuardKey) -> None:
+        """The guard ``__cxa_guard_acquire`` takes (``guard_key``), by its data key."""
+        found = self.index.data_key(key) if type(key) is int else key
+        if found is not None:
+            self.events.append((GUARD_VARIABLE, found, None, 0))
+
     def guard_byte(self, address: int) -> None:
         """The global at ``address`` (the branch's test) is a guard byte."""
         key = self.index.data_key(address)
@@ -948,6 +955,8 @@ class FunctionWalk:
             guard = arguments[0] if arguments else None
             key = guard_key(guard) if guard is not None else None
             taken = GUARD_FUNCTIONS[name]
+            if taken:
+                self.guard_variable(key)
             later = self.built_later(following) if taken and following is not None else None
             if later is not None:
                 self.guarded_from[later] = key
