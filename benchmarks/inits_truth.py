@@ -7,9 +7,10 @@ filled by registrations, a path built from another TU's string, a plugin
 list reached through a function-local static, ids from a zero-initialized
 counter, a logger whose destructor reads another TU's string, a unit table
 and a mode check whose constant argument selects a path that reads no other
-TU's global, next to a real read of one) and seven modelled on the patterns of
+TU's global, next to a real read of one) and eight modelled on the patterns of
 real projects (``MODELLED``: googletest's TEST registry, LLVM's cl::opt,
-dmlc-core's registry looked up by a ``std::string``,
+dmlc-core's registry looked up by a ``std::string``, PyTorch's c10 registry
+behind a function-local static pointer,
 glog/abseil string flags, protobuf's generated descriptor pool looked up by
 file name, a Meyers singleton used right, a logger behind a function-local
 static used by another global's destructor) are built with
@@ -473,6 +474,54 @@ MODELLED: dict[str, Program] = {
             "main.cpp": (
                 "#include <cstdio>\nbool plugin_found();\n"
                 'int main() { std::printf("BUG=%d\\n", plugin_found() ? 0 : 1); }\n'
+            ),
+        },
+    ),
+    # c10's C10_DEFINE_REGISTRY (PyTorch): the registry is what a function-local static
+    # pointer points to (never destroyed); operators register from initializers, and
+    # another TU's initializer looks one up through the pointer the accessor returns.
+    "c10": Program(
+        orders=(
+            ("lookup.cpp", "relu.cpp", "registry.cpp", "main.cpp"),
+            ("relu.cpp", "lookup.cpp", "registry.cpp", "main.cpp"),
+        ),
+        sources={
+            "registry.h": (
+                "#include <functional>\n#include <memory>\n#include <string>\n"
+                "#include <unordered_map>\n"
+                "struct Op { virtual ~Op() = default; virtual int run() = 0; };\n"
+                "using Creator = std::function<std::unique_ptr<Op>()>;\n"
+                "struct Registry {\n"
+                "    std::unordered_map<std::string, Creator> registry;\n"
+                "    void Register(const std::string& key, Creator creator);\n"
+                "    bool Has(const std::string& key) const { return registry.count(key) != 0; }\n"
+                "};\n"
+                "Registry* OperatorRegistry();\n"
+            ),
+            "registry.cpp": (
+                '#include "registry.h"\n'
+                "Registry* OperatorRegistry() {\n"
+                "    static Registry* registry = new Registry();\n"
+                "    return registry;\n"
+                "}\n"
+                "void Registry::Register(const std::string& key, Creator creator) {\n"
+                "    registry[key] = std::move(creator);\n"
+                "}\n"
+            ),
+            "relu.cpp": (
+                '#include "registry.h"\n'
+                "struct Relu : Op { int run() override { return 1; } };\n"
+                "static bool registered = (OperatorRegistry()->Register(\"Relu\", [] {"
+                " return std::unique_ptr<Op>(new Relu); }), true);\n"
+            ),
+            "lookup.cpp": (
+                '#include "registry.h"\n'
+                'static const bool has_relu = OperatorRegistry()->Has("Relu");\n'
+                "bool relu_known() { return has_relu; }\n"
+            ),
+            "main.cpp": (
+                "#include <cstdio>\nbool relu_known();\n"
+                'int main() { std::printf("BUG=%d\\n", relu_known() ? 0 : 1); }\n'
             ),
         },
     ),

@@ -214,7 +214,7 @@ class CorpusAnalyzer(EffectsAnalyzer):
     def registers_written(self, callee: Any) -> frozenset[str] | None:
         return None
 
-    def returned_address(self, function: int, constants: tuple = ()) -> int | None:
+    def returned_global(self, function: int, constants: tuple = ()) -> int | str | None:
         return None
 
 
@@ -405,6 +405,8 @@ CORPUS: tuple[Row, ...] = (
         },
         effect=(
             'read g',
+            'read *g',
+            'write *g',
             'write g',
         )),
     Row('aarch64-hand', 'aarch64', 0x1000,

@@ -3,7 +3,7 @@ constant selects (``EffectsAnalyzer.specialised``).
 
 ``pick(1)`` returns ``&alpha``, any other number ``&beta``: the plain walk knows no
 one global it returns, the walk knowing 1 does, so the store through its result
-is a write of ``alpha`` (an accessor's return, ``returned_address``).
+is a write of ``alpha`` (an accessor's return, ``returned_global``).
 ``file_under(2)`` files its entry under "circle", any other number under
 "square": only the key the constant selects is a keyed call of the initializer.
 """

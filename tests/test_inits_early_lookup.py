@@ -48,3 +48,21 @@ def test_a_look_up_after_them_is_a_link_order_dependence(machine: str, tmp_path:
     found = order_risks_when_stripped(machine, built.path("shapes_first"), tmp_path)
     assert [(r["severity"], r["kind"]) for r in found] == [("warning", "link-order-dependence")]
     assert "after shapes.cpp registers into it" in found[0]["message"]
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_a_registry_behind_a_pointer_is_paired_too(machine: str, tmp_path: Path) -> None:
+    """``static Operators* registry = new Operators``: what the code reads and writes
+    through the pointer the accessor returns is the registry (``*`` before the
+    pointer's name)."""
+    built = scenario("early_lookup", machine)
+    assert printed(built, "lookup_first") == {"found": "0", "entries": "1"}
+    assert printed(built, "relu_first") == {"found": "1", "entries": "1"}
+    early = risks(same_when_stripped(machine, built.path("lookup_first"), tmp_path),
+                  *REGISTRATION_KINDS)
+    late = order_risks_when_stripped(machine, built.path("relu_first"), tmp_path)
+    assert [(r["severity"], r["kind"], r["object"]) for r in early] == [
+        ("error", "registration-order", "*_ZZ9operatorsvE8registry")]
+    assert early[0]["message"].startswith(
+        "lookup.cpp looks up what operators()::registry points to")
+    assert [(r["severity"], r["kind"]) for r in late] == [("warning", "link-order-dependence")]

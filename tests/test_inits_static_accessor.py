@@ -56,5 +56,5 @@ def test_the_accessor_returns_the_static() -> None:
     gives the addresses)."""
     library = scenario("static_accessor").path("libcloser_first.so")
     analyzer = EffectsAnalyzer(ElfFile.open(library))
-    assert analyzer.returned_address(symtab_address(library, "_Z7journalv")) == \
+    assert analyzer.returned_global(symtab_address(library, "_Z7journalv")) == \
         symtab_address(library, "_ZZ7journalvE8instance")

@@ -16,11 +16,12 @@ OBJECTS = Objects(lazy=frozenset({REGISTRY, GUARD}), guards=frozenset({GUARD}))
 
 
 def initializer(unit: str, address: int, *, reads: tuple[str, ...] = (),
-                updates: tuple[str, ...] = (), complete: bool = True) -> AnalysedInitializer:
+                updates: tuple[str, ...] = (), passed: tuple[str, ...] = (),
+                complete: bool = True) -> AnalysedInitializer:
     entry = InitializerEntry(InitializerKind.INIT_ARRAY, address, address, None, None, unit,
                              None, None)
-    effects = Effects(updates, reads, (), (), (), False, complete, updates=updates,
-                      open_reads=reads)
+    effects = Effects(updates, reads, (), (), (), False, complete, passed=passed,
+                      updates=updates, open_reads=reads)
     return AnalysedInitializer(entry, effects)
 
 
@@ -42,6 +43,18 @@ def test_a_look_up_between_registrations_is_a_warning() -> None:
                              initializer("more.cpp", 3, updates=(REGISTRY,))], OBJECTS)
     assert (risk.severity, risk.kind) == (Severity.WARNING, RiskKind.LINK_ORDER)
     assert "after shapes.cpp registers into it but before more.cpp registers" in risk.message
+
+
+def test_a_registration_only_possible_makes_a_warning() -> None:
+    """Code that hands the registry to code not followed (``std::function`` inside a
+    registration) may register: a look-up before it only may find nothing."""
+    (risk,) = early_lookups([initializer("probe.cpp", 1, reads=(REGISTRY,)),
+                             initializer("shapes.cpp", 2, passed=(REGISTRY,))], OBJECTS)
+    assert (risk.severity, risk.kind) == (Severity.WARNING, RiskKind.REGISTRATION_ORDER)
+    assert "before shapes.cpp may register into it: it may find none" in risk.message
+    # Code that hands it on may register: it looks nothing up for sure.
+    assert verdicts([initializer("probe.cpp", 1, reads=(REGISTRY,), passed=(REGISTRY,)),
+                     initializer("shapes.cpp", 2, updates=(REGISTRY,))]) == []
 
 
 def test_what_is_not_a_look_up_is_not_reported() -> None:

@@ -50,6 +50,7 @@ from elfpatch.analysis.effects.summary import (
     BARE,
     MEMBER_REACH,
     PASS,
+    POINTEE,
     READ,
     UNKNOWN_PASS,
     WRITE,
@@ -333,41 +334,56 @@ def early_lookups(initializers: Sequence[AnalysedInitializer], objects: Objects 
     inserted, a count bumped: ``Effects.updates``).  A look-up reads it outside
     its construction too (``Effects.open_reads``: building the registry, the
     first to ask looks nothing up) and writes nothing there, in code followed to
-    the end: code not followed may register too.  A guard byte, set once by
-    whoever builds first, holds no entry.  Registrations of the look-up's own TU
-    run in the order of its source.
+    the end: code not followed may register too.  Code that hands the registry
+    to code not followed to the end (a registration through ``std::function``,
+    say) may register: a look-up before it only may find nothing (a warning).
+    A guard byte, set once by whoever builds first, holds no entry.
+    Registrations of the look-up's own TU run in the order of its source.
     """
-    registrars: dict[str, list[int]] = {}
+    registrars: dict[str, dict[int, bool]] = {}  # registry -> position -> surely
     for position, item in enumerate(initializers):
-        for symbol in item.effects.updates:
-            if objects.is_lazy(symbol) and not objects.is_guard(symbol):
-                registrars.setdefault(symbol, []).append(position)
+        for symbol in (*item.effects.updates, *item.effects.passed):
+            if _registry(symbol, objects):
+                registrars.setdefault(symbol, {}).setdefault(
+                    position, symbol in item.effects.updates)
     starts = _starts(registrars, objects)
     risks = []
     for position, item in enumerate(initializers):
         if not item.effects.complete:
             continue
-        own = set(item.effects.updates)
+        own = {*item.effects.updates, *item.effects.passed}
         for read in item.effects.open_reads:
-            if objects.is_guard(read):  # testing whether a static is built looks nothing up
-                continue
             registry = read if read in registrars else _member_of(read, starts, objects)
             if registry is None or registry in own or read in own \
-                    or (registry != read and registry not in item.effects.lazy):
+                    or (registry != read and registry not in item.effects.lazy) \
+                    or objects.is_guard(read):  # testing whether a static is built
                 continue
-            others = [p for p in registrars[registry] if initializers[p].unit != item.unit]
+            others = {p: surely for p, surely in registrars[registry].items()
+                      if initializers[p].unit != item.unit}
             if others:
-                earlier = [initializers[p] for p in others if p < position]
-                later = [initializers[p] for p in others if p > position]
+                earlier = [(initializers[p], s) for p, s in others.items() if p < position]
+                later = [(initializers[p], s) for p, s in others.items() if p > position]
                 risks.append(_early_lookup(item, registry, earlier, later, objects,
                                            via(item.address, read)))
     return risks
+
+
+def _registry(key: str, objects: Objects) -> bool:
+    """Whether ``key`` may be a registry built on first use: a function-local static, or
+    what one points to (``static Registry* r = new Registry``), never a guard."""
+    if key[:1] == POINTEE:
+        key = key[1:]
+    if objects.address(key) is not None:  # known by address: by what the code shows
+        return key in objects.lazy and key not in objects.guards
+    return objects.is_lazy(key) and not objects.is_guard(key)
 
 
 def registry_members(registries: Iterable[str], keys: Iterable[str],
                      objects: Objects) -> set[str]:
     """Those of ``keys`` that may be members of one of ``registries`` (``_member_of``)."""
     starts = _starts(registries, objects)
+    if not starts:
+        return set()
     return {key for key in keys if _member_of(key, starts, objects) is not None}
 
 
@@ -395,25 +411,36 @@ def _member_of(key: str, starts: list[tuple[int, str]], objects: Objects) -> str
     return starts[k][1]
 
 
-def _early_lookup(item: AnalysedInitializer, symbol: str, earlier: list[AnalysedInitializer],
-                  later: list[AnalysedInitializer], objects: Objects,
-                  via: tuple[str, ...] | None) -> Risk:
+# Initializers that register into a registry, each with whether its code surely does
+# (it writes there) or only may (it hands the registry to code not followed).
+Registrars = list[tuple[AnalysedInitializer, bool]]
+
+
+def _early_lookup(item: AnalysedInitializer, symbol: str, earlier: Registrars,
+                  later: Registrars, objects: Objects, via: tuple[str, ...] | None) -> Risk:
     """The risk of one look-up (``earlier``, ``later``: the TUs registering before and
     after it, at least one of them)."""
     name = objects.shown(symbol)
-    if not earlier:
-        severity, kind, registrar = Severity.ERROR, RiskKind.REGISTRATION_ORDER, later[0]
+    surely_later = [entry for entry in later if entry[1]]
+    if not earlier and surely_later:
+        severity, kind, registrar = Severity.ERROR, RiskKind.REGISTRATION_ORDER, later[0][0]
         message = (f"{item.unit} looks up {name} (a registry built on first use) before "
                    f"{_register(later)} into it: it finds none of their entries "
                    "(static initialization order fiasco); look it up on first use (or in "
                    "main), not from an initializer")
+    elif not earlier:
+        severity, kind, registrar = Severity.WARNING, RiskKind.REGISTRATION_ORDER, later[0][0]
+        message = (f"{item.unit} looks up {name} (a registry built on first use) before "
+                   f"{_register(later)} into it: it may find none of their entries (static "
+                   "initialization order fiasco); look it up on first use (or in main), "
+                   "not from an initializer")
     elif later:
-        severity, kind, registrar = Severity.WARNING, RiskKind.LINK_ORDER, later[0]
+        severity, kind, registrar = Severity.WARNING, RiskKind.LINK_ORDER, later[0][0]
         message = (f"{item.unit} looks up {name} (a registry built on first use) after "
                    f"{_register(earlier)} into it but before {_register(later)}: what it "
                    "finds depends on the link order")
     else:
-        severity, kind, registrar = Severity.WARNING, RiskKind.LINK_ORDER, earlier[-1]
+        severity, kind, registrar = Severity.WARNING, RiskKind.LINK_ORDER, earlier[-1][0]
         message = (f"{item.unit} looks up {name} (a registry built on first use) after "
                    f"{_register(earlier)} into it: correct only because the registrations "
                    "run first (link order)")
@@ -432,10 +459,12 @@ def with_keyed(risks: Sequence[Risk], keyed: Sequence[Risk]) -> tuple[Risk, ...]
                                              in paired)), *keyed)
 
 
-def _register(items: list[AnalysedInitializer]) -> str:
-    """Who registers, for a sentence: the first TU, and how many more."""
-    units = list(dict.fromkeys(item.unit for item in items))
+def _register(registrars: Registrars) -> str:
+    """Who registers, for a sentence: the first TU, and how many more; "may" where no
+    code seen surely does."""
+    units = list(dict.fromkeys(item.unit for item, _surely in registrars))
+    verb = "register" if any(surely for _item, surely in registrars) else "may register"
     if len(units) == 1:
-        return f"{units[0]} registers"
+        return f"{units[0]} {verb}s" if verb == "register" else f"{units[0]} {verb}"
     others = len(units) - 1
-    return f"{units[0]} and {others} other TU{'s' if others > 1 else ''} register"
+    return f"{units[0]} and {others} other TU{'s' if others > 1 else ''} {verb}"

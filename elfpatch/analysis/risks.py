@@ -35,6 +35,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from elfpatch.analysis.effects import AtExit, Effects
+from elfpatch.analysis.effects.summary import POINTEE
 from elfpatch.analysis.initializers import (
     InitializerEntry,
     InitializerPart,
@@ -117,9 +118,13 @@ class Objects:
     guards: frozenset[str] = frozenset()
 
     def label(self, key: str) -> str:
+        if key[:1] == POINTEE:
+            return POINTEE + self.label(key[1:])
         return self.labels.get(key, key)
 
     def shown(self, key: str) -> str:
+        if key[:1] == POINTEE:
+            return f"what {self.shown(key[1:])} points to"
         return demangle_label(self.label(key))
 
     @staticmethod
@@ -127,7 +132,9 @@ class Objects:
         return int(key, 16) if key.startswith("0x") else None
 
     def is_lazy(self, key: str) -> bool:
-        return key in self.lazy or is_lazily_initialised(self.label(key))
+        """Built on first use; an object reached through a global's pointer is built by
+        no initializer at all (``POINTEE``): only look-ups are said of it."""
+        return key in self.lazy or key[:1] == POINTEE or is_lazily_initialised(self.label(key))
 
     def is_guard(self, key: str) -> bool:
         return key in self.guards or self.label(key).startswith("_ZGV")

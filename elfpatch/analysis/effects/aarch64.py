@@ -94,6 +94,9 @@ _A64_WRITES_NOTHING = _A64_NO_DESTINATION | _A64_STOPS | _A64_CONDITIONAL
 _A64_SYSTEM_CALLS = frozenset({"svc", "hvc", "smc"})
 _A64_FRAME_REGISTERS = frozenset({"sp", "x29", "fp"})
 _A64_PLAIN_TRANSFERS = frozenset({"str", "stur", "stp", "ldr", "ldur", "ldp"})
+# Those moving one whole register (a pointer) to or from memory; ``ldar`` is how a
+# pointer built on first use is read after its guard.
+_A64_WHOLE_TRANSFERS = frozenset({"str", "stur", "ldr", "ldur", "ldar", "stlr"})
 
 
 class Arm64Walk(FunctionWalk):
@@ -430,17 +433,23 @@ class Arm64Walk(FunctionWalk):
             return
         stores = mnemonic.startswith("st")
         stored = self.state.get(registers[0] or "") if stores and len(registers) == 1 else None
-        self.access(base, offset or 0, read=loads, write=stores or read_write,
-                    zero=stores and not read_write and _stores_zero(operands),
-                    one=not read_write and stored is not None and stored.constant == 1)
+        key = self.access(base, offset or 0, read=loads, write=stores or read_write,
+                          zero=stores and not read_write and _stores_zero(operands),
+                          one=not read_write and stored is not None and stored.constant == 1)
+        whole = mnemonic in _A64_WHOLE_TRANSFERS and operands.startswith("x") \
+            and len(registers) == 1 and base.parameter is None
         if mnemonic in ("str", "stur") and registers and operands.startswith("x"):
             self.stamp(base, offset or 0, self.state.get(registers[0] or ""))
+            if whole:
+                self.stored(registers[0], key)
         if mnemonic in ("str", "stur", "stp") and operands.startswith("x"):
             for position, register in enumerate(registers):  # stp: at +0 and +8
                 self.stores_address(base, (offset or 0) + 8 * position,
                                     self.state.get(register or ""))
         if loads:
             self.kill(registers)
+            if whole and not read_write:
+                self.loaded(registers[0], key)
 
     def stack_transfer(self, mnemonic: str, operands: str, match: re.Match[str],
                        registers: list[str | None]) -> None:

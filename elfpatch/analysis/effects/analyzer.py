@@ -138,7 +138,7 @@ class EffectsAnalyzer:
         self._targets: dict[int, Target] = {}
         self._written: dict[int, frozenset[str] | None] = {}
         # (function, constants passed) -> the global it returns
-        self._returns: dict[tuple[int, Constants], int | None] = {}
+        self._returns: dict[tuple[int, Constants], int | str | None] = {}
         # Split-off parts (.cold) -> whether they run straight into a throw (``fails_at``):
         # one error path's tail is shared by many of a function's jumps, and functions.
         self.failing_tails: dict[int, bool] = {}
@@ -532,11 +532,12 @@ class EffectsAnalyzer:
             self._targets[address] = known
         return known
 
-    def returned_address(self, function: int, constants: Constants = ()) -> int | None:
+    def returned_global(self, function: int, constants: Constants = ()) -> int | str | None:
         """The global whose address the function at ``function`` always returns (an
-        accessor of a function-local static), or None (cached).  Only small
-        functions whose code loads a global's address into the result register
-        are read for it: accessors are small, and most functions are not read
+        accessor of a function-local static), or (a str) the key of the global whose
+        pointer it always returns (``static T* t = new T; return t;``), or None
+        (cached).  Only small functions whose code loads a global's address into a
+        register are read for it: accessors are small, and most functions are not read
         (nor their callees) for what they return.  A call passing ``constants``
         returns what the walk they select returns (``specialised``): ``get(1)``
         may return one global where ``get`` returns one of several."""
@@ -690,11 +691,11 @@ _SHARED_SWEEP_MINIMUM = 32
 # What one half of a shared sweep sends back: its summaries, its walks knowing
 # constants (``specialised``), which registers the functions it looked into
 # write (``registers_written``) and what the accessors it met return
-# (``returned_address``), so none is worked out twice.
+# (``returned_global``), so none is worked out twice.
 _Swept = tuple[dict[int, FunctionSummary],
                dict[tuple[int, Constants], FunctionSummary | None],
                dict[int, frozenset[str] | None],
-               dict[tuple[int, Constants], int | None]]
+               dict[tuple[int, Constants], int | str | None]]
 # One piece of a shared sweep: a function to follow, and whether its summary is
 # wanted too, or only which walk a call passing constants selects (``_reach``
 # works that out for the call the budget stops at as well).

@@ -52,6 +52,10 @@ from elfpatch.base.text_enum import TextEnum
 READ, WRITE, ADDRESS, PASS, PASS_FOREIGN, UNKNOWN_PASS, CALL, ATEXIT, HOOK, GUARD, KEYED, \
     STAMP, GUARD_BYTE, GUARD_VARIABLE = range(14)
 ZERO_STORE, ONE_STORE, ONE_BYTE = 1, 2, 3  # WRITE's position
+# What marks the key of the object a global points to: ``*key``, the object code reads
+# and writes through a pointer it loaded from the global ``key`` (a registry built
+# on first use behind ``static T* registry = new T``).
+POINTEE = "*"
 # The subject (str, int, bool, AtExit or KeyedCall) and the callee (int or None) are
 # typed by the kind: a tagged union a type checker cannot narrow on an int, hence Any
 # for those two.
@@ -228,8 +232,9 @@ class FunctionSummary:
     # indexes a jump table): a constant passed there may select its paths (worth a
     # walk knowing it, ``EffectsAnalyzer.specialised``).
     tests_arguments: int = 0
-    # The global's address every return hands back (None: not one known address).
-    returned: int | None = None
+    # The global's address every return hands back, or (a str) the key of the global
+    # whose pointer every return hands back (None: not one known).
+    returned: int | str | None = None
     returns_seen: bool = False
     # Whether control may come back to a caller: a return, a jump out (a tail call,
     # or through a register), or a jump into its split-off part (.cold) whose code
@@ -253,10 +258,10 @@ class FunctionSummary:
         is failing.  Known only of a function whose code was all read."""
         return not self.may_return and not self.stopped.keys() & _UNREAD_CODE
 
-    def note_return(self, address: int | None) -> None:
+    def note_return(self, returned: int | str | None) -> None:
         if not self.returns_seen:
-            self.returned, self.returns_seen = address, True
-        elif address != self.returned:
+            self.returned, self.returns_seen = returned, True
+        elif returned != self.returned:
             self.returned = None
 
     def stop(self, reason: StopReason) -> None:
@@ -529,7 +534,9 @@ class Collector:
 def _bare_keys(events: Iterable[Event]) -> tuple[str, ...]:
     """The bare addresses one function's events name (none in a file with .symtab),
     and, marked ``STORED`` (``!0x…``), those of them it stores to, and ``SINGLE``
-    (``=0x…``) those it builds as objects of one byte or tests as guard bytes."""
+    (``=0x…``) those it builds as objects of one byte or tests as guard bytes, and
+    the guards it passes to ``__cxa_guard_acquire``: the static a guard guards,
+    laid out right after it, is an object of its own."""
     found: dict[str, None] = {}
     stored: dict[str, None] = {}
     for event in events:
@@ -542,7 +549,7 @@ def _bare_keys(events: Iterable[Event]) -> tuple[str, ...]:
                 stored[STORED + subject[1:]] = None
                 if event[3] == ONE_BYTE:
                     stored[SINGLE + subject[1:]] = None
-            elif kind == GUARD_BYTE:
+            elif kind in (GUARD_BYTE, GUARD_VARIABLE):
                 stored[SINGLE + subject[1:]] = None
     return (*found, *stored)
 

@@ -55,6 +55,7 @@ from elfpatch.analysis.effects.summary import (
     ONE_STORE,
     PASS,
     PASS_FOREIGN,
+    POINTEE,
     READ,
     RESULT_POSITION,
     STAMP,
@@ -94,6 +95,9 @@ class Value(NamedTuple):
     # What an import returned, when that says which values it cannot be
     # (``names.NEVER_MINUS_ONE``): the import's name.
     returned_by: str | None = None
+    # A pointer read from a global (its key): what the code reads and writes through
+    # it is the object that global points to, keyed ``*key`` (``POINTEE``).
+    pointee: str | None = None
 
 
 State = dict[str, Value]
@@ -106,17 +110,26 @@ _new_tuple = tuple.__new__
 
 def address_value(address: int | None) -> Value:
     """``Value(address=address)``."""
-    return _new_tuple(Value, (address, None, False, None, True, None, None, None, None, None))
+    return _new_tuple(Value, (address, None, False, None, True, None, None, None, None, None,
+                              None))
 
 
 def constant_value(number: int) -> Value:
     """``Value(constant=number)``."""
-    return _new_tuple(Value, (None, None, False, None, True, None, None, number, None, None))
+    return _new_tuple(Value, (None, None, False, None, True, None, None, number, None, None,
+                              None))
 
 
 def got_value(entry: GotEntry) -> Value:
     """``Value(got=entry)``."""
-    return _new_tuple(Value, (None, entry, False, None, True, None, None, None, None, None))
+    return _new_tuple(Value, (None, entry, False, None, True, None, None, None, None, None,
+                              None))
+
+
+def pointee_value(key: str) -> Value:
+    """``Value(pointee=key)``: a pointer read from the global ``key``."""
+    return _new_tuple(Value, (None, None, False, None, True, None, None, None, None, None,
+                              key))
 
 
 def intersect(a: State, b: State) -> State:
@@ -156,7 +169,7 @@ class Analyzer(Protocol):
 
     def registers_written(self, callee: Target) -> frozenset[str] | None: ...
 
-    def returned_address(self, function: int, constants: Constants = ()) -> int | None: ...
+    def returned_global(self, function: int, constants: Constants = ()) -> int | str | None: ...
 
 
 class FunctionWalk:
@@ -812,7 +825,8 @@ class FunctionWalk:
     def derived(value: Value | None) -> Value | None:
         """A pointer moved by an unknown amount: still inside the same object."""
         if value is None or value.page or (value.address is None and value.got is None
-                                           and value.parameter is None):
+                                           and value.parameter is None
+                                           and value.pointee is None):
             return None
         return value._replace(exact=False)
 
@@ -862,16 +876,18 @@ class FunctionWalk:
             self.events.append((STAMP, found[0], None, 0))
 
     def access(self, value: Value, offset: int, read: bool, write: bool,
-               zero: bool = False, one: bool = False) -> None:
+               zero: bool = False, one: bool = False) -> str | None:
         """A load or store at ``value + offset``; ``zero``: a store of zero, ``one``:
-        of the number 1."""
+        of the number 1.  The global's key, when it is one (``loaded``, ``stored``)."""
         if value.parameter is not None:
             subject: str | int = value.parameter
             defined = True
+        elif value.pointee is not None:
+            subject, defined = POINTEE + value.pointee, True
         else:
             found = self.data(value, offset)
             if found is None:
-                return
+                return None
             subject, defined = found
             if offset and value.exact and subject[0] == BARE:
                 # A member reached from a pointer the code computed: that pointer is
@@ -885,6 +901,24 @@ class FunctionWalk:
             self.events.append((WRITE, subject, None,
                                 ZERO_STORE if zero and self.zero_filled(value, offset)
                                 else ONE_STORE if one else 0))
+        return subject if type(subject) is str else None
+
+    def loaded(self, register: str | None, global_key: str | None) -> None:
+        """``register`` loaded whole from the global ``global_key``: a pointer, perhaps,
+        to the object what the code does through it is charged to (``*key``)."""
+        if register is not None and global_key is not None and global_key[0] != POINTEE:
+            self.state[register] = pointee_value(global_key)
+
+    def stored(self, register: str | None, global_key: str | None) -> None:
+        """``register`` stored whole into the global ``global_key``: the register holds
+        what that global points to now (an accessor returns the pointer it just
+        stored), unless it is known otherwise."""
+        if register is None or global_key is None or global_key[0] == POINTEE:
+            return
+        held = self.state.get(register)
+        if held is None or (held.address is None and held.got is None
+                            and held.parameter is None and held.constant is None):
+            self.state[register] = pointee_value(global_key)
 
     def zero_filled(self, value: Value, offset: int) -> bool:
         """Whether ``value + offset`` is known to lie in memory the loader zeroes (.bss),
@@ -913,6 +947,8 @@ class FunctionWalk:
     # -- calls ----------------------------------------------------------------
     def call(self, target: Value | None, following: int | None = None) -> None:
         """A call; ``following``: where the code goes on after it."""
+        if target is not None and target.pointee is not None:
+            target = None  # a function pointer read from a global: not known
         state = self.state
         resolved = self.resolve(target) if target is not None else None
         arguments = list(map(state.get, self.ARGUMENTS[:self.arguments_taken(resolved)])) \
@@ -1011,15 +1047,20 @@ class FunctionWalk:
         returns one global's address (an accessor: ``T& registry() { static T r;
         return r; }``), so that what the caller does through it is seen.  Passed
         ``constants``, it returns what the path they select returns (``get(1)``)."""
-        address = self.analyzer.returned_address(function, constants)
-        if address is not None and self.RESULT is not None:
-            self.set(self.RESULT, address_value(address))
+        returned = self.analyzer.returned_global(function, constants)
+        if returned is not None and self.RESULT is not None:
+            self.set(self.RESULT, pointee_value(returned) if isinstance(returned, str)
+                     else address_value(returned))
 
     def returns(self) -> None:
-        """A return: what the result register holds, if it is a global's address."""
+        """A return: what the result register holds, if it is a global's address, or the
+        pointer a global holds."""
         self.stretches.ends(LIVES)
         self.summary.may_return = True
         value = self.state.get(self.RESULT) if self.RESULT is not None else None
+        if value is not None and value.pointee is not None and value.exact:
+            self.summary.note_return(value.pointee)
+            return
         known = value is not None and value.exact and not value.page and value.got is None \
             and value.parameter is None and value.table is None and value.address
         self.summary.note_return(value.address if known and value is not None else None)
@@ -1049,6 +1090,8 @@ class FunctionWalk:
             if value.parameter is not None:
                 subject: str | int = value.parameter
                 defined = True
+            elif value.pointee is not None:
+                subject, defined = POINTEE + value.pointee, True
             else:
                 found = self.data(value, anchor=True)
                 if found is None:
@@ -1146,7 +1189,7 @@ class FunctionWalk:
     def tail_call(self, target: Value | None) -> bool:
         """A jump out of the function (or through a register); never falls through."""
         self.stretches.ends(LIVES)
-        if target is None:
+        if target is None or target.pointee is not None:
             self.summary.stop(StopReason.INDIRECT_JUMP)  # an indirect jump we cannot resolve
         elif target.address != 0:  # 0: a null weak reference, tested before the jump
             self.call(target)

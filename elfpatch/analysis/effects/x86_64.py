@@ -514,7 +514,7 @@ class X86Walk(FunctionWalk):
         if located is None:
             return None
         base, offset = located
-        if base.parameter is not None:
+        if base.parameter is not None or base.pointee is not None:
             return base
         if base.got is not None or not base.exact:
             return base if offset == 0 else self.derived(base)
@@ -563,13 +563,15 @@ class X86Walk(FunctionWalk):
             located = self.memory(destination, following)
             if located is not None:
                 stored = self.state.get(_X86_FAMILY.get(source, ""))
-                self.access(located[0], located[1], read=False, write=True,
-                            zero=source == "0", one=source == "1" or (
-                                stored is not None and stored.constant == 1))
+                key = self.access(located[0], located[1], read=False, write=True,
+                                  zero=source == "0", one=source == "1" or (
+                                      stored is not None and stored.constant == 1))
                 if source in _X86_QWORD:
                     stored = self.state.get(_X86_FAMILY[source])
                     self.stamp(located[0], located[1], stored)
                     self.stores_address(located[0], located[1], stored)
+                    if located[0].parameter is None:
+                        self.stored(_X86_FAMILY[source], key)
         elif "[" in source:
             self.load(destination, source, following)
         else:
@@ -605,7 +607,9 @@ class X86Walk(FunctionWalk):
         if destination in _X86_WIDE and base.address is not None and base.got is None \
                 and self.load_from(register, base.address + offset):
             return
-        self.access(base, offset, read=True, write=False)
+        key = self.access(base, offset, read=True, write=False)
+        if destination in _X86_QWORD and base.parameter is None:
+            self.loaded(register, key)
 
     def source_value(self, source: str) -> Value | None:
         family = _X86_FAMILY.get(source)
