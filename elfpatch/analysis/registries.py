@@ -423,7 +423,8 @@ def _early_lookup(item: AnalysedInitializer, symbol: str, earlier: Registrars,
     name = objects.shown(symbol)
     surely_later = [entry for entry in later if entry[1]]
     if not earlier and surely_later:
-        severity, kind, registrar = Severity.ERROR, RiskKind.REGISTRATION_ORDER, later[0][0]
+        severity, kind = Severity.ERROR, RiskKind.REGISTRATION_ORDER
+        registrar = surely_later[0][0]
         message = (f"{item.unit} looks up {name} (a registry built on first use) before "
                    f"{_register(later)} into it: it finds none of their entries "
                    "(static initialization order fiasco); look it up on first use (or in "
