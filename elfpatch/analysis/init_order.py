@@ -329,7 +329,8 @@ def _settled(analyzer: EffectsAnalyzer, analysed: list[AnalysedInitializer],
     shared = {s for s, n in registries.items() if n > 1 and s in built and objects.is_lazy(s)}
     # Without symbols, a member handed to a function of the registry's (its map's
     # ``find``) is an object of its own, touched by one initializer only.
-    in_registries = worth | shared | registry_members(shared, registries, objects)
+    handed = {p[0] for item in analysed for p in item.effects.pending}
+    in_registries = worth | shared | registry_members(shared, handed, objects)
     # Code of several TUs inlined into one: whether it builds an object before it
     # reads it is a finding of its own (``order_risks``), one initializer alone.
     for item in analysed:
