@@ -464,8 +464,9 @@ def _register(registrars: Registrars) -> str:
     """Who registers, for a sentence: the first TU, and how many more; "may" where no
     code seen surely does."""
     units = list(dict.fromkeys(item.unit for item, _surely in registrars))
-    verb = "register" if any(surely for _item, surely in registrars) else "may register"
+    surely = any(surely for _item, surely in registrars)
     if len(units) == 1:
-        return f"{units[0]} {verb}s" if verb == "register" else f"{units[0]} {verb}"
+        return f"{units[0]} {'registers' if surely else 'may register'}"
     others = len(units) - 1
-    return f"{units[0]} and {others} other TU{'s' if others > 1 else ''} {verb}"
+    return (f"{units[0]} and {others} other TU{'s' if others > 1 else ''} "
+            f"{'register' if surely else 'may register'}")

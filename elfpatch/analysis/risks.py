@@ -271,7 +271,7 @@ def lazy_objects(effects: Iterable[Effects]) -> frozenset[str]:
 
 
 def guard_bytes(effects: Iterable[Effects]) -> frozenset[str]:
-    """Guard bytes some code tests."""
+    """The guards some code tests or takes (``Effects.guards``)."""
     return frozenset(key for e in effects for key in e.guards)
 
 

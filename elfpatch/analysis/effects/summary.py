@@ -190,8 +190,9 @@ class Effects:
     # Reads (of ``reads``) that no code seen makes: a pointer to the global reaches
     # this object's code that was not followed to the end, taken to read it.
     assumed: tuple[str, ...] = ()
-    # Guard bytes the code tests (``GUARD_BYTE``): a function-local static's, an inline
-    # variable's; a flag that orders construction, never an entry of a registry.
+    # Guards: the bytes the code tests inline (``GUARD_BYTE``: an inline variable's, a
+    # hand-made flag) and those it passes to __cxa_guard_acquire (``GUARD_VARIABLE``);
+    # each orders a construction, never holds an entry of a registry.
     guards: tuple[str, ...] = ()
     # Globals (of ``reads``) read where no guard is held: outside any first-use
     # construction, as a look-up in a registry built on first use reads it.
