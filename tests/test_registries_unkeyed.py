@@ -17,8 +17,8 @@ OBJECTS = Objects(lazy=frozenset({REGISTRY, GUARD}), guards=frozenset({GUARD}))
 
 def initializer(unit: str, address: int, *, reads: tuple[str, ...] = (),
                 updates: tuple[str, ...] = (), passed: tuple[str, ...] = (),
-                complete: bool = True) -> AnalysedInitializer:
-    entry = InitializerEntry(InitializerKind.INIT_ARRAY, address, address, None, None, unit,
+                complete: bool = True, symbol: str | None = None) -> AnalysedInitializer:
+    entry = InitializerEntry(InitializerKind.INIT_ARRAY, address, address, symbol, None, unit,
                              None, None)
     effects = Effects(updates, reads, (), (), (), False, complete, passed=passed,
                       updates=updates, open_reads=reads)
@@ -55,6 +55,22 @@ def test_a_registration_only_possible_makes_a_warning() -> None:
     # Code that hands it on may register: it looks nothing up for sure.
     assert verdicts([initializer("probe.cpp", 1, reads=(REGISTRY,), passed=(REGISTRY,)),
                      initializer("shapes.cpp", 2, updates=(REGISTRY,))]) == []
+
+
+def test_a_look_up_init_priority_puts_after_every_registration_is_no_risk() -> None:
+    shapes = initializer("shapes.cpp", 1, updates=(REGISTRY,),
+                         symbol="_GLOBAL__sub_I.00200_shapes.cpp")
+    # The link order alone runs the registration first: correct by chance.
+    assert verdicts([initializer("shapes.cpp", 1, updates=(REGISTRY,)),
+                     initializer("probe.cpp", 2, reads=(REGISTRY,))]) == [
+        ("warning", "link-order-dependence", "init_array[2]@0x2")]
+    # init_priority(200) before the default: no link order reverses them.
+    assert verdicts([shapes, initializer("probe.cpp", 2, reads=(REGISTRY,),
+                                         symbol="_GLOBAL__sub_I_probe.cpp")]) == []
+    # A constructor attribute's name does not say its priority: still by chance.
+    assert verdicts([shapes, initializer("probe.cpp", 2, reads=(REGISTRY,),
+                                         symbol="probe_constructor")]) == [
+        ("warning", "link-order-dependence", "probe_constructor")]
 
 
 def test_what_is_not_a_look_up_is_not_reported() -> None:

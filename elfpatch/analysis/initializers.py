@@ -146,6 +146,20 @@ def init_priority(symbol: str | None) -> int | None:
     return None
 
 
+def run_priority(symbol: str | None) -> int | None:
+    """The priority a compiler-named initializer runs at: its init_priority, or the
+    default for a TU's (or a merged) initializer named without one.  None for any
+    other name, or none: a constructor attribute's priority is not in its name."""
+    if symbol is None:
+        return None
+    explicit = init_priority(symbol)
+    if explicit is not None:
+        return explicit
+    if _TU_FUNCTION.match(symbol) or _MERGED.match(symbol):
+        return _DEFAULT_PRIORITY
+    return None
+
+
 def unit_from_symbol(symbol: str | None) -> str | None:
     """The TU a compiler-named initializer belongs to, as far as its name tells."""
     if symbol is None:

@@ -67,6 +67,7 @@ from elfpatch.analysis.risks import (
     RiskKind,
     Severity,
     Via,
+    held_by_priority,
     no_via,
 )
 from elfpatch.cxx.demangle import demangle
@@ -296,7 +297,7 @@ def _certain(use: KeyedUse, registrar: KeyedUse, depends: Depends) -> bool:
     """Whether the registration runs first whatever the link order."""
     if registrar.object != use.object:
         return depends(use.object, registrar.object)
-    return registrar.item.unit == use.item.unit
+    return registrar.item.unit == use.item.unit or held_by_priority(registrar.item, use.item)
 
 
 def _risk(severity: Severity, kind: RiskKind, use: KeyedUse, role: FunctionRole,
@@ -363,6 +364,8 @@ def early_lookups(initializers: Sequence[AnalysedInitializer], objects: Objects 
             if others:
                 earlier = [(initializers[p], s) for p, s in others.items() if p < position]
                 later = [(initializers[p], s) for p, s in others.items() if p > position]
+                if not later and all(held_by_priority(r, item) for r, _ in earlier):
+                    continue  # no link order can reverse them
                 risks.append(_early_lookup(item, registry, earlier, later, objects,
                                            via(item.address, read)))
     return risks

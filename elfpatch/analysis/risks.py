@@ -40,6 +40,7 @@ from elfpatch.analysis.initializers import (
     InitializerEntry,
     InitializerPart,
     demangle_label,
+    run_priority,
 )
 from elfpatch.base.text_enum import TextEnum
 from elfpatch.cxx.demangle import demangle
@@ -182,6 +183,15 @@ class AnalysedInitializer:
         return self.entry.address
 
 
+def held_by_priority(first: AnalysedInitializer, then: AnalysedInitializer) -> bool:
+    """Whether init_priority, not the link order, runs ``first`` before ``then``: both
+    are compiler-named, with different priorities.  The linker sorts initializers by
+    priority before the link order counts, so no link order reverses these two."""
+    before = run_priority(first.entry.symbol)
+    after = run_priority(then.entry.symbol)
+    return before is not None and after is not None and before < after
+
+
 def is_lazily_initialised(symbol: str) -> bool:
     """Function-local statics and their guards: built on first use, not at load; and
     every guard variable (``_ZGV``: an inline variable's, a template static
@@ -302,6 +312,8 @@ def order_risks(initializers: Sequence[AnalysedInitializer],
                 continue
             if symbol not in updated and symbol not in constructor.effects.changed:
                 continue  # built with zeros into .bss: a read before it reads the same
+            if builder < position and held_by_priority(constructor, item):
+                continue  # no link order can reverse them
             risks.append(_order_risk(item, constructor, symbol, builder > position, objects,
                                      registers=symbol in updated,
                                      assumed=symbol in item.effects.assumed,
