@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 from importlib import resources
 from pathlib import Path
@@ -62,6 +63,43 @@ def test_an_order_init_priority_holds_is_no_risk(cxx: object) -> None:
     assert order_risks(inits_json(siof.path("priority_order"))) == []
     run = subprocess.run([str(siof.path("priority_order"))], capture_output=True, text=True)
     assert "consumer_length=10" in run.stdout
+
+
+# A size a constructor function computes, read by another TU's initializer that the
+# link order runs first: only the constructor's priority decides, which its name does
+# not show.  The program prints what the reader saw.
+COMPUTED_SIZE = {
+    "reader.cpp": "extern int table_size;\nint seen = table_size + 1;\n",
+    "size.cpp": """
+int table_size;
+static int square(int x) { return x * x; }
+__attribute__((constructor PRIORITY)) static void compute_size() { table_size = square(4); }
+""",
+    "main.cpp": '#include <cstdio>\nextern int seen;\n'
+                'int main() { std::printf("seen=%d\\n", seen); }\n',
+}
+
+
+@pytest.mark.parametrize("stripped", [False, True])
+@pytest.mark.parametrize("priority", ["(200)", ""])
+def test_a_constructor_function_priority_is_known_by_its_slot(
+        cxx: object, tmp_path: Path, priority: str, stripped: bool) -> None:
+    sources = {name: text.replace("PRIORITY", priority)
+               for name, text in COMPUTED_SIZE.items()}
+    program = build.build_executable(sources, f"size{priority[1:-1]}", ["-O2"])
+    if stripped:
+        program = Path(shutil.copy(program, tmp_path / program.name))
+        subprocess.run(["strip", "--strip-unneeded", str(program)], check=True)
+    printed = subprocess.run([str(program)], capture_output=True, text=True).stdout
+    risks = [(r["severity"], r["kind"]) for r in order_risks(inits_json(program))]
+    if priority:
+        # init_priority(200) runs it before every default initializer, the reader too.
+        assert printed == "seen=17\n"
+        assert risks == []
+    else:
+        # The default: the link order runs the reader first.
+        assert printed == "seen=1\n"
+        assert risks == [("error", "init-order")]
 
 
 def test_constinit_and_function_local_statics_are_not_risks(cxx: object) -> None:

@@ -23,12 +23,14 @@ from elfpatch.analysis.effects.summary import (
     settle,
 )
 from elfpatch.analysis.initializers import (
+    DEFAULT_PRIORITY,
     InitializerEntry,
     ObjectInits,
     UnitFinder,
     is_merged_initializer,
     list_initializers,
     name_part,
+    run_priority,
 )
 from elfpatch.analysis.linkage import has_internal_linkage
 from elfpatch.analysis.registries import early_lookups, registry_members
@@ -50,6 +52,7 @@ from elfpatch.base.alongside import Alongside, in_turn
 from elfpatch.base.text_enum import TextEnum
 from elfpatch.cxx.demangle import demangle
 from elfpatch.elf import constants as C
+from elfpatch.elf.arrays import InitializerKind
 from elfpatch.elf.file import ElfFile
 from elfpatch.elf.symbols import read_dynsym, read_symtab
 from elfpatch.errors import ElfpatchError
@@ -153,9 +156,10 @@ def analyse_object_fully(elf: ElfFile, path: str, member: str | None = None,
         analyzer.prefetch([entry.address for entry in entries if entry.address is not None
                            and not is_merged_initializer(entry.symbol)], alongside)
     found = _shared_out(entries, lambda entry: _initializer_effects(analyzer, entry), alongside)
+    sorted_below = _sorted_below(listing.initializers, entries, found)
     entries, found = _without_runtime(entries, found)
     found = _split_lone(analyzer, entries, found)
-    analysed, named = _analysed(elf, entries, found, analyzer.index.data_label)
+    analysed, named = _analysed(elf, entries, found, analyzer.index.data_label, sorted_below)
     exit_code = _exit_code(analyzer, analysed, alongside)
     hooks = _hook_code(elf, analyzer, analysed)
     analysed, exit_code, hooks, keys = _placed(analysed, exit_code, hooks)
@@ -183,6 +187,30 @@ def analyse_object_fully(elf: ElfFile, path: str, member: str | None = None,
 # user global.
 _RUNTIME_CALLS = frozenset({"_ITM_registerTMCloneTable", "_ITM_deregisterTMCloneTable",
                             "__gmon_start__", "__getauxval"})
+# What crtbegin's frame_dummy calls (through register_tm_clones) and no other does;
+# libgcc's init_have_lse_atomics (its __getauxval) runs at init_priority 90.
+_FRAME_DUMMY_CALLS = frozenset({"_ITM_registerTMCloneTable"})
+
+
+def _sorted_below(listed: Sequence[InitializerEntry], followed: Sequence[InitializerEntry],
+                  found: Sequence[Effects | list[Part]]) -> int | None:
+    """The ``.init_array`` slot of crtbegin's ``frame_dummy``, below which the linker
+    puts the initializers it sorts by init_priority (None: no such entry).
+
+    GNU ld's and lld's scripts lay out every ``.init_array.NNNNN`` input section
+    first, sorted by priority, then the plain ``.init_array`` sections in link
+    order, crtbegin's first: every slot below ``frame_dummy``'s runs at some
+    priority, every slot above it at the default.  A stripped file's
+    ``frame_dummy`` is known by what it calls (``_ITM_registerTMCloneTable``)."""
+    for entry in listed:
+        if entry.kind == InitializerKind.INIT_ARRAY and entry.symbol == "frame_dummy":
+            return entry.index
+    for entry, result in zip(followed, found, strict=True):
+        if entry.kind == InitializerKind.INIT_ARRAY and entry.symbol is None \
+                and isinstance(result, Effects) \
+                and _FRAME_DUMMY_CALLS.intersection(result.external_calls):
+            return entry.index
+    return None
 
 
 def _without_runtime(entries: list[InitializerEntry], found: list[Effects | list[Part]],
@@ -353,19 +381,23 @@ def _settled(analyzer: EffectsAnalyzer, analysed: list[AnalysedInitializer],
 
 def _analysed(elf: ElfFile, entries: list[InitializerEntry],
               found: list[Effects | list[Part]], label: Callable[[str], str],
+              sorted_below: int | None = None,
               ) -> tuple[list[AnalysedInitializer], dict[InitializerEntry, InitializerEntry]]:
     """The initializers in run order, merged ones expanded into their parts; and each
-    entry as listed once its registrations and parts are known."""
+    entry as listed once its registrations and parts are known (``sorted_below``:
+    ``_sorted_below``)."""
     analysed: list[AnalysedInitializer] = []
     named: dict[InitializerEntry, InitializerEntry] = {}
     units: UnitFinder | None = None
     lone = _may_be_merged(entries)
     for entry, result in zip(entries, found, strict=True):
+        prioritised = _prioritised(entry, sorted_below)
         if isinstance(result, Effects):
-            items = [AnalysedInitializer(entry, result, inline=lone)]
+            items = [AnalysedInitializer(entry, result, inline=lone, prioritised=prioritised)]
         else:
             units = units or UnitFinder(elf)
-            items = _parts(units, entry, result, label)
+            items = [dataclasses.replace(item, prioritised=prioritised)
+                     for item in _parts(units, entry, result, label)]
         analysed += items
         registers = any(item.effects.atexit for item in items)
         parts = tuple(item.part for item in items if item.part is not None)
@@ -373,6 +405,17 @@ def _analysed(elf: ElfFile, entries: list[InitializerEntry],
             named[entry] = dataclasses.replace(entry, registers_destructor=registers,
                                                parts=parts)
     return analysed, named
+
+
+def _prioritised(entry: InitializerEntry, sorted_below: int | None) -> bool | None:
+    """Whether the entry runs at an init_priority (True) or the default (False), by
+    its slot (``_sorted_below``), else by its name; None where neither tells."""
+    if entry.kind != InitializerKind.INIT_ARRAY:
+        return None
+    if sorted_below is not None:
+        return entry.index < sorted_below
+    priority = run_priority(entry.symbol)
+    return None if priority is None else priority < DEFAULT_PRIORITY
 
 
 def _split_lone(analyzer: EffectsAnalyzer, entries: list[InitializerEntry],

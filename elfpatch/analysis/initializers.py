@@ -56,7 +56,7 @@ _SOURCE_SUFFIX = re.compile(r"\.(c|cc|cpp|cxx|c\+\+|C|cp|CPP|mm|m|cu)$")
 _MERGED = re.compile(r"^_sub_[ID]_\d{5}_\d+(\.\d+)?$")
 # A merged initializer's priority: ``_sub_I_00101_0.0``; 65535 is the default.
 _MERGED_PRIORITY = re.compile(r"^_sub_[ID]_(\d{5})_")
-_DEFAULT_PRIORITY = 65535
+DEFAULT_PRIORITY = 65535
 # DWARF's name for the compile units of link-time optimised code.
 _ARTIFICIAL_UNIT = "<artificial>"
 
@@ -141,7 +141,7 @@ def init_priority(symbol: str | None) -> int | None:
     if match:
         return int(match.group(1))
     merged = _MERGED_PRIORITY.match(symbol)
-    if merged and int(merged.group(1)) != _DEFAULT_PRIORITY:
+    if merged and int(merged.group(1)) != DEFAULT_PRIORITY:
         return int(merged.group(1))
     return None
 
@@ -156,7 +156,7 @@ def run_priority(symbol: str | None) -> int | None:
     if explicit is not None:
         return explicit
     if _TU_FUNCTION.match(symbol) or _MERGED.match(symbol):
-        return _DEFAULT_PRIORITY
+        return DEFAULT_PRIORITY
     return None
 
 

@@ -150,6 +150,9 @@ class AnalysedInitializer:
     effects: Effects
     part: InitializerPart | None = None  # one part of a merged initializer
     inline: bool = False  # code of several TUs inlined into one: program order decides
+    # Whether it runs among the initializers the linker sorts by init_priority (True),
+    # among those of the default priority (False), or not known (None).
+    prioritised: bool | None = None
 
     @property
     def label(self) -> str:
@@ -184,12 +187,16 @@ class AnalysedInitializer:
 
 
 def held_by_priority(first: AnalysedInitializer, then: AnalysedInitializer) -> bool:
-    """Whether init_priority, not the link order, runs ``first`` before ``then``: both
-    are compiler-named, with different priorities.  The linker sorts initializers by
-    priority before the link order counts, so no link order reverses these two."""
+    """Whether init_priority, not the link order, runs ``first`` before ``then``: their
+    names give both priorities, and ``first``'s is lower; or ``first`` runs at some
+    priority and ``then`` at the default (``prioritised``).  The linker sorts
+    initializers by priority before the link order counts, so no link order
+    reverses these two."""
     before = run_priority(first.entry.symbol)
     after = run_priority(then.entry.symbol)
-    return before is not None and after is not None and before < after
+    if before is not None and after is not None:
+        return before < after
+    return first.prioritised is True and then.prioritised is False
 
 
 def is_lazily_initialised(symbol: str) -> bool:
