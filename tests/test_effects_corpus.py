@@ -51,6 +51,7 @@ from elfpatch.analysis.effects.summary import (
     PASS_FOREIGN,
     READ,
     UNKNOWN_PASS,
+    UNSEEN,
     WRITE,
     FunctionSummary,
 )
@@ -270,6 +271,8 @@ def rendered(summary: FunctionSummary) -> tuple[str, ...]:
             lines.append(f"{_KINDS[kind]} {subject:#x}")
         elif kind == GUARD:
             lines.append("guard taken" if subject else "guard given back")
+        elif kind == UNSEEN:
+            lines.append(f"not followed from here: {subject}")
         else:
             lines.append(f"{_KINDS[kind]} {subject}")
     lines += [f"calls {name}" for name in summary.calls]
@@ -321,6 +324,7 @@ CORPUS: tuple[Row, ...] = (
             'write h',
             'read g',
             'write g',
+            'not followed from here: indirect jump',
             'calls external puts',
             'stopped: indirect jump',
         )),
@@ -699,6 +703,7 @@ CORPUS: tuple[Row, ...] = (
         effect=(
             'address hook',
             'read hook',
+            'not followed from here: indirect call',
             'address hooked',
             'write hooked',
             'stopped: indirect call',
@@ -1107,6 +1112,7 @@ CORPUS: tuple[Row, ...] = (
         effect=(
             'address hook',
             'read hook',
+            'not followed from here: indirect call',
             'address hooked',
             'write hooked',
             'stopped: indirect call',

@@ -66,3 +66,20 @@ def test_a_registry_behind_a_pointer_is_paired_too(machine: str, tmp_path: Path)
     assert early[0]["message"].startswith(
         "lookup.cpp looks up what operators()::registry points to")
     assert [(r["severity"], r["kind"]) for r in late] == [("warning", "link-order-dependence")]
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_a_look_up_counts_where_the_code_before_it_is_all_followed(
+        machine: str, tmp_path: Path) -> None:
+    """A call through a pointer the reading cannot follow (a hook) after the look-up
+    leaves it a look-up; one before it may register the key first."""
+    built = scenario("early_lookup", machine)
+    assert printed(built, "probe_then_hook_first") == {"found": "0", "entries": "2"}
+    assert printed(built, "hook_then_probe_first") == {"found": "0", "entries": "2"}
+    after = risks(same_when_stripped(machine, built.path("probe_then_hook_first"), tmp_path),
+                  *REGISTRATION_KINDS)
+    assert [(r["severity"], r["kind"]) for r in after] == [("error", "registration-order")]
+    assert after[0]["message"].startswith("probe_then_hook.cpp looks up")
+    before = risks(same_when_stripped(machine, built.path("hook_then_probe_first"), tmp_path),
+                   *REGISTRATION_KINDS)
+    assert before == []

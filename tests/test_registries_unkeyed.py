@@ -86,6 +86,20 @@ def test_what_is_not_a_look_up_is_not_reported() -> None:
                      initializer("shapes.cpp", 2, updates=(GUARD,))]) == []
 
 
+def test_reading_a_pointer_to_write_through_it_is_no_look_up() -> None:
+    """``static Dispatcher& s = realSingleton()``: each registration reads ``s`` to
+    write into what it points to (``*s``); that read looks nothing up."""
+    pointer = "0x5200"
+    objects = Objects(lazy=frozenset({pointer}))
+    registrar = initializer("ops.cpp", 2, updates=(pointer,))
+    assert [r.reader for r in early_lookups(
+        [initializer("qrelu.cpp", 1, reads=(pointer,), updates=("*" + pointer,)),
+         registrar], objects)] == []
+    assert [r.reader for r in early_lookups(
+        [initializer("probe.cpp", 1, reads=(pointer,)), registrar], objects)] == [
+        "init_array[1]@0x1"]
+
+
 def test_a_look_up_paired_by_key_too_is_said_once() -> None:
     unkeyed = early_lookups([initializer("probe.cpp", 1, reads=(REGISTRY,)),
                              initializer("shapes.cpp", 2, updates=(REGISTRY,))], OBJECTS)

@@ -334,8 +334,11 @@ def early_lookups(initializers: Sequence[AnalysedInitializer], objects: Objects 
     A registration writes into the registry outside its construction (an entry
     inserted, a count bumped: ``Effects.updates``).  A look-up reads it outside
     its construction too (``Effects.open_reads``: building the registry, the
-    first to ask looks nothing up) and writes nothing there, in code followed to
-    the end: code not followed may register too.  Code that hands the registry
+    first to ask looks nothing up) and writes nothing there, before any code that
+    is not followed runs (``Effects.leading_reads``; all of them in code followed
+    to the end): what runs before the look-up is then all seen, and none of it
+    registers.  Code not followed after the look-up may register too; it does so
+    too late for what the look-up found.  Code that hands the registry
     to code not followed to the end (a registration through ``std::function``,
     say) may register: a look-up before it only may find nothing (a warning).
     A guard byte, set once by whoever builds first, holds no entry.
@@ -350,13 +353,17 @@ def early_lookups(initializers: Sequence[AnalysedInitializer], objects: Objects 
     starts = _starts(registrars, objects)
     risks = []
     for position, item in enumerate(initializers):
-        if not item.effects.complete:
-            continue
-        own = {*item.effects.updates, *item.effects.passed}
-        for read in item.effects.open_reads:
+        effects = item.effects
+        # What it registers into, and the pointers to what it registers into (reading
+        # ``static Dispatcher& s`` to write through it fetches the registry, looks
+        # nothing up).
+        own = {*effects.updates, *effects.passed}
+        own.update([key[len(POINTEE):] for key in own if key.startswith(POINTEE)])
+        looked_up: set[str] = set()  # a registry and its members (a stripped file): once
+        for read in effects.open_reads if effects.complete else effects.leading_reads:
             registry = read if read in registrars else _member_of(read, starts, objects)
-            if registry is None or registry in own or read in own \
-                    or (registry != read and registry not in item.effects.lazy) \
+            if registry is None or registry in own or registry in looked_up or read in own \
+                    or (registry != read and registry not in effects.lazy) \
                     or objects.is_guard(read):  # testing whether a static is built
                 continue
             others = {p: surely for p, surely in registrars[registry].items()
@@ -366,6 +373,7 @@ def early_lookups(initializers: Sequence[AnalysedInitializer], objects: Objects 
                 later = [(initializers[p], s) for p, s in others.items() if p > position]
                 if not later and all(held_by_priority(r, item) for r, _ in earlier):
                     continue  # no link order can reverse them
+                looked_up.add(registry)
                 risks.append(_early_lookup(item, registry, earlier, later, objects,
                                            via(item.address, read)))
     return risks

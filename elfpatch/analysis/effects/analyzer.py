@@ -667,7 +667,7 @@ class EffectsAnalyzer:
         except self._decode_errors:  # code that does not decode
             return incomplete(StopReason.UNKNOWN_INSTRUCTION)
         if size > MAX_FUNCTION_BYTES:
-            summary.stop(StopReason.SIZE_CAP)
+            summary.stop_here(StopReason.SIZE_CAP)
         return summary
 
 

@@ -52,6 +52,7 @@ from elfpatch.analysis.effects.summary import (
     READ,
     STAMP,
     UNKNOWN_PASS,
+    UNSEEN,
     WRITE,
     Event,
     FunctionKey,
@@ -59,9 +60,9 @@ from elfpatch.analysis.effects.summary import (
 
 # The fate of a stretch's end: still open (decided by where it leads), or known.
 OPEN, LIVES, DIES = 0, 1, 2
-# Events that say what code touches (dropped where it dies), not what it holds.
+# Events that say what code touches or runs (dropped where it dies), not what it holds.
 TOUCHES = frozenset({READ, WRITE, ADDRESS, PASS, PASS_FOREIGN, UNKNOWN_PASS, CALL, KEYED,
-                     STAMP})
+                     STAMP, UNSEEN})
 
 
 class Stretches:

@@ -45,12 +45,15 @@ from elfpatch.base.text_enum import TextEnum
 # an object of one byte of its own, whatever lies next to it.
 # GUARD_VARIABLE: the guard variable passed to __cxa_guard_acquire (its key), what a
 # read of it tests: whether a static is built, never what a registry holds.
+# UNSEEN: code that is not followed runs from here (a call or jump through a register
+# the sweep cannot resolve, bytes it cannot decode, the rest of a function too big to
+# read); the subject is its ``StopReason``.  What the code does before it is all seen.
 # WRITE's position is ZERO_STORE for a store of zero into zero-initialized memory
 # (.bss): it leaves the bytes as the loader made them; ONE_STORE for a store of
 # the number 1 (a flag set); ONE_BYTE for the construction of an object of one
 # byte (``std::ios_base::Init``, what ``<iostream>`` puts in every TU).
 READ, WRITE, ADDRESS, PASS, PASS_FOREIGN, UNKNOWN_PASS, CALL, ATEXIT, HOOK, GUARD, KEYED, \
-    STAMP, GUARD_BYTE, GUARD_VARIABLE = range(14)
+    STAMP, GUARD_BYTE, GUARD_VARIABLE, UNSEEN = range(15)
 ZERO_STORE, ONE_STORE, ONE_BYTE = 1, 2, 3  # WRITE's position
 # What marks the key of the object a global points to: ``*key``, the object code reads
 # and writes through a pointer it loaded from the global ``key`` (a registry built
@@ -197,6 +200,10 @@ class Effects:
     # Globals (of ``reads``) read where no guard is held: outside any first-use
     # construction, as a look-up in a registry built on first use reads it.
     open_reads: tuple[str, ...] = ()
+    # Those of ``open_reads`` made before any code that is not followed runs, in
+    # program order (a call the budget or the depth left out, an ``UNSEEN`` event):
+    # what the code has surely done by then is all known, followed to the end or not.
+    leading_reads: tuple[str, ...] = ()
 
     def written_first(self, symbol: str) -> bool | None:
         """Whether the first touch of ``symbol`` writes it (None: never touched)."""
@@ -268,6 +275,12 @@ class FunctionSummary:
     def stop(self, reason: StopReason) -> None:
         self.stopped[reason] = None
 
+    def stop_here(self, reason: StopReason) -> None:
+        """A stop where the sweep is: the code after it in program order is not all
+        seen (an ``UNSEEN`` event)."""
+        self.stop(reason)
+        self.events.append((UNSEEN, reason, None, 0))
+
     def bare_keys(self) -> tuple[str, ...]:
         """The bare addresses this function's events name (none in a file with .symtab);
         asked for once the sweep is over."""
@@ -287,7 +300,7 @@ class Part(NamedTuple):
 
 def incomplete(reason: StopReason) -> FunctionSummary:
     summary = FunctionSummary()
-    summary.stop(reason)
+    summary.stop_here(reason)
     return summary
 
 
@@ -362,6 +375,8 @@ class Collector:
         self.lazy: dict[str, None] = {}
         self.guard_bytes: dict[str, None] = {}
         self.open_reads: dict[str, None] = {}
+        self.leading_reads: dict[str, None] = {}
+        self.unseen = False  # code not followed has run, in program order
         self.keyed: dict[KeyedCall, None] = {}
         self.updates: dict[str, None] = {}
         self.stamped: dict[str, None] = {}
@@ -382,7 +397,10 @@ class Collector:
         function's (``EffectsAnalyzer.specialised``)."""
         if type(address) is tuple and address not in self.summaries:
             address = address[0]
-        if address in self.expanded or address not in self.summaries:
+        if address in self.expanded:
+            return
+        if address not in self.summaries:  # left out by the budget or the depth
+            self.unseen = True
             return
         self.expanded[address] = None
         summary = self.summaries[address]
@@ -399,6 +417,8 @@ class Collector:
                     self.guard_touches.setdefault(subject, False)
                 else:
                     open_reads[subject] = None
+                    if not self.unseen:
+                        self.leading_reads[subject] = None
             elif kind == WRITE:
                 self.write(subject, position == ZERO_STORE)
             elif kind == CALL:
@@ -438,6 +458,8 @@ class Collector:
                 self.guard_bytes.setdefault(subject, None)
             elif kind == GUARD_VARIABLE:
                 self.guard_bytes.setdefault(subject, None)
+            elif kind == UNSEEN:
+                self.unseen = True
 
     def fails(self, key: FunctionKey) -> bool:
         """Whether the function followed at ``key`` never returns (an error path)."""
@@ -480,6 +502,8 @@ class Collector:
             self.reads[symbol] = None
         if not self.guarded:
             self.open_reads.setdefault(symbol, None)
+            if not self.unseen:
+                self.leading_reads.setdefault(symbol, None)
         self.touched(symbol, False)
 
     def touched(self, symbol: str, written: bool) -> None:
@@ -526,7 +550,7 @@ class Collector:
                        tuple(group for group in groups if group), tuple(self.keyed),
                        tuple(self.updates), tuple(self.stamped), (decided, undecided),
                        tuple(self.changed), self.assumed_reads(), tuple(self.guard_bytes),
-                       tuple(self.open_reads))
+                       tuple(self.open_reads), tuple(self.leading_reads))
 
     def assumed_reads(self) -> tuple[str, ...]:
         return tuple(symbol for symbol, assumed in self.reads.items() if assumed)
@@ -810,6 +834,7 @@ def rekeyed(effects: Effects, keys: dict[str, str]) -> Effects:
                      if r.object else r for r in effects.atexit),
         pending=tuple((keys.get(p[0], p[0]), *p[1:5], placed[p[5]]) for p in effects.pending),
         lazy=each(effects.lazy), guards=each(effects.guards), updates=each(effects.updates),
-        open_reads=each(effects.open_reads), stamped=each(effects.stamped),
+        open_reads=each(effects.open_reads), leading_reads=each(effects.leading_reads),
+        stamped=each(effects.stamped),
         changed=each(effects.changed), groups=(),
         assumed=tuple(key for key in each(effects.assumed) if key not in seen))

@@ -294,7 +294,7 @@ class FunctionWalk:
                 break
         else:
             if sized and reached < self.end:  # undecodable bytes
-                self.summary.stop(StopReason.UNKNOWN_INSTRUCTION)
+                self.summary.stop_here(StopReason.UNKNOWN_INSTRUCTION)
         stretches.close(len(events), reached)
         stretch_of = stretches.stretch_of()
         leads, dead = self.dying_stretches()
@@ -967,7 +967,7 @@ class FunctionWalk:
             if target is None or target.parameter is not None:
                 # Through a register we cannot resolve (a virtual call, a callback):
                 # code that is not followed.
-                self.summary.stop(StopReason.INDIRECT_CALL)
+                self.summary.stop_here(StopReason.INDIRECT_CALL)
             return
         self.record_call(resolved)
         name = resolved.name
@@ -1190,7 +1190,7 @@ class FunctionWalk:
         """A jump out of the function (or through a register); never falls through."""
         self.stretches.ends(LIVES)
         if target is None or target.pointee is not None:
-            self.summary.stop(StopReason.INDIRECT_JUMP)  # an indirect jump we cannot resolve
+            self.summary.stop_here(StopReason.INDIRECT_JUMP)  # an indirect jump we cannot resolve
         elif target.address != 0:  # 0: a null weak reference, tested before the jump
             self.call(target)
         self.summary.note_return(None)  # returns what another function returns
