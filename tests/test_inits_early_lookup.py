@@ -83,3 +83,22 @@ def test_a_look_up_counts_where_the_code_before_it_is_all_followed(
     before = risks(same_when_stripped(machine, built.path("hook_then_probe_first"), tmp_path),
                    *REGISTRATION_KINDS)
     assert before == []
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_a_registry_a_locked_pointer_holds_is_paired_too(machine: str, tmp_path: Path) -> None:
+    """gflags' shape: ``Flags::global()`` sets a null pointer under a lock to a registry
+    built on first use (stored before it is built: the stores through the fresh
+    pointer build it); a flag's definition and its look-up both take the
+    registry's lock, and only the definition inserts into its map."""
+    built = scenario("early_lookup", machine)
+    assert printed(built, "flag_probe_first") == {"found": "0", "entries": "1"}
+    assert printed(built, "depth_flag_first") == {"found": "1", "entries": "1"}
+    early = risks(same_when_stripped(machine, built.path("flag_probe_first"), tmp_path),
+                  *REGISTRATION_KINDS)
+    late = order_risks_when_stripped(machine, built.path("depth_flag_first"), tmp_path)
+    assert [(r["severity"], r["kind"], r["object"]) for r in early] == [
+        ("error", "registration-order", "*_ZN5Flags7global_E")]
+    assert early[0]["message"].startswith("flag_probe.cpp looks up what Flags::global_ "
+                                          "points to")
+    assert [(r["severity"], r["kind"]) for r in late] == [("warning", "link-order-dependence")]

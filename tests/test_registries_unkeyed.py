@@ -7,7 +7,14 @@ from __future__ import annotations
 from elfpatch.analysis.effects import Effects
 from elfpatch.analysis.initializers import InitializerEntry
 from elfpatch.analysis.registries import early_lookups, with_keyed
-from elfpatch.analysis.risks import AnalysedInitializer, Objects, Risk, RiskKind, Severity
+from elfpatch.analysis.risks import (
+    AnalysedInitializer,
+    Objects,
+    Risk,
+    RiskKind,
+    Severity,
+    set_on_first_use,
+)
 from elfpatch.elf.arrays import InitializerKind
 
 REGISTRY = "0x5100"
@@ -17,11 +24,13 @@ OBJECTS = Objects(lazy=frozenset({REGISTRY, GUARD}), guards=frozenset({GUARD}))
 
 def initializer(unit: str, address: int, *, reads: tuple[str, ...] = (),
                 updates: tuple[str, ...] = (), passed: tuple[str, ...] = (),
-                complete: bool = True, symbol: str | None = None) -> AnalysedInitializer:
+                complete: bool = True, symbol: str | None = None,
+                locked: tuple[str, ...] = (), calls: tuple[str, ...] = (),
+                ) -> AnalysedInitializer:
     entry = InitializerEntry(InitializerKind.INIT_ARRAY, address, address, symbol, None, unit,
                              None, None)
-    effects = Effects(updates, reads, (), (), (), False, complete, passed=passed,
-                      updates=updates, open_reads=reads)
+    effects = Effects((*updates, *locked), reads, (), calls, (), False, complete,
+                      passed=passed, updates=updates, open_reads=reads, locked=locked)
     return AnalysedInitializer(entry, effects)
 
 
@@ -98,6 +107,31 @@ def test_reading_a_pointer_to_write_through_it_is_no_look_up() -> None:
     assert [r.reader for r in early_lookups(
         [initializer("probe.cpp", 1, reads=(pointer,)), registrar], objects)] == [
         "init_array[1]@0x1"]
+
+
+def test_a_lock_alone_registers_nothing() -> None:
+    """Both take the registry's lock; the registration alone inserts into a map."""
+    insertion = "_ZSt29_Rb_tree_insert_and_rebalancebPSt18_Rb_tree_node_baseS0_RS_"
+    probe = initializer("probe.cpp", 1, reads=(REGISTRY,), locked=(REGISTRY,))
+    shapes = initializer("shapes.cpp", 2, reads=(REGISTRY,), locked=(REGISTRY,),
+                         calls=(insertion,))
+    assert verdicts([probe, shapes]) == [("error", "registration-order", "init_array[1]@0x1")]
+    # Without the insertion, two look-ups: nothing registers.
+    assert verdicts([probe, initializer("more.cpp", 2, reads=(REGISTRY,),
+                                        locked=(REGISTRY,))]) == []
+
+
+def test_a_pointer_set_where_it_is_found_null_points_to_a_registry() -> None:
+    """``if (!global_) global_ = new Flags;``: read, then set, never written first."""
+    pointer = "0x6000"
+    getter = Effects((pointer,), (pointer, "*" + pointer), (), (), (), False, True,
+                     first_access=((pointer, False), ("*" + pointer, True)),
+                     updates=(pointer,))
+    assert set_on_first_use([getter]) == {pointer}
+    # Set by an initializer that writes it before reading it: built there, not on use.
+    builder = Effects((pointer,), (), (), (), (), False, True,
+                      first_access=((pointer, True),), updates=())
+    assert set_on_first_use([getter, builder]) == frozenset()
 
 
 def test_a_look_up_paired_by_key_too_is_said_once() -> None:

@@ -47,6 +47,7 @@ from elfpatch.analysis.risks import (
     read_at_exit,
     registered_destructors,
     registrations,
+    set_on_first_use,
 )
 from elfpatch.base.alongside import Alongside, in_turn
 from elfpatch.base.text_enum import TextEnum
@@ -298,7 +299,7 @@ def _objects(labels: Mapping[str, str], analysed: list[AnalysedInitializer],
              exit_code: dict[int, Effects], hooks: list[Effects]) -> Objects:
     """Labels of the globals known by address, those built on first use and guards."""
     every = [*(item.effects for item in analysed), *exit_code.values(), *hooks]
-    return Objects(labels, lazy_objects(every), guard_bytes(every))
+    return Objects(labels, lazy_objects(every), guard_bytes(every), set_on_first_use(every))
 
 
 class _AddressLabels(Mapping[str, str]):

@@ -115,9 +115,33 @@ class FunctionRole:
         return bool(self.reads) and not self.updates
 
 
+# What inserts into a node container of libstdc++'s (std::map and std::set,
+# std::unordered_*, std::list): exported functions, named in a stripped copy too.
+_INSERTIONS = frozenset({
+    "_ZSt29_Rb_tree_insert_and_rebalancebPSt18_Rb_tree_node_baseS0_RS_",
+    "_ZNKSt8__detail20_Prime_rehash_policy14_M_need_rehashEmmm",
+    "_ZNSt8__detail15_List_node_base7_M_hookEPS0_",
+})
+
+
+def registered_into(effects: Effects) -> frozenset[str]:
+    """The globals code writes into outside their first-use construction
+    (``Effects.updates``), and, when it inserts into a container, those it only
+    takes or gives back a lock in (``Effects.locked``).
+
+    A registration takes the registry's lock around its insertion, and the sweep
+    may lose the insertion itself (the registry's pointer reloaded from a
+    spilled slot on the way): its lock and its call to the container's insertion
+    still tell.  A look-up takes the lock too, and inserts nothing."""
+    found = frozenset(effects.updates)
+    if effects.locked and _INSERTIONS.intersection(effects.external_calls):
+        return found | frozenset(effects.locked)
+    return found
+
+
 def role_of(definer: str, effects: Effects, label: Callable[[str], str]) -> FunctionRole:
     """The role of a function from its effects (``label``: a global's name for people)."""
-    updates, reads = frozenset(effects.updates), frozenset(effects.reads)
+    updates, reads = registered_into(effects), frozenset(effects.reads)
     return FunctionRole(definer, updates, reads,
                         {key: label(key) for key in updates | reads})
 
@@ -345,11 +369,12 @@ def early_lookups(initializers: Sequence[AnalysedInitializer], objects: Objects 
     Registrations of the look-up's own TU run in the order of its source.
     """
     registrars: dict[str, dict[int, bool]] = {}  # registry -> position -> surely
+    written = [registered_into(item.effects) for item in initializers]
     for position, item in enumerate(initializers):
-        for symbol in (*item.effects.updates, *item.effects.passed):
+        for symbol in (*written[position], *item.effects.passed):
             if _registry(symbol, objects):
                 registrars.setdefault(symbol, {}).setdefault(
-                    position, symbol in item.effects.updates)
+                    position, symbol in written[position])
     starts = _starts(registrars, objects)
     risks = []
     for position, item in enumerate(initializers):
@@ -357,7 +382,7 @@ def early_lookups(initializers: Sequence[AnalysedInitializer], objects: Objects 
         # What it registers into, and the pointers to what it registers into (reading
         # ``static Dispatcher& s`` to write through it fetches the registry, looks
         # nothing up).
-        own = {*effects.updates, *effects.passed}
+        own = {*written[position], *effects.passed}
         own.update([key[len(POINTEE):] for key in own if key.startswith(POINTEE)])
         looked_up: set[str] = set()  # a registry and its members (a stripped file): once
         for read in effects.open_reads if effects.complete else effects.leading_reads:
@@ -381,9 +406,12 @@ def early_lookups(initializers: Sequence[AnalysedInitializer], objects: Objects 
 
 def _registry(key: str, objects: Objects) -> bool:
     """Whether ``key`` may be a registry built on first use: a function-local static, or
-    what one points to (``static Registry* r = new Registry``), never a guard."""
+    what one points to (``static Registry* r = new Registry``) or what a pointer
+    set on first use points to (``Objects.set_later``), never a guard."""
     if key[:1] == POINTEE:
         key = key[1:]
+        if key in objects.set_later:
+            return True
     if objects.address(key) is not None:  # known by address: by what the code shows
         return key in objects.lazy and key not in objects.guards
     return objects.is_lazy(key) and not objects.is_guard(key)

@@ -117,6 +117,8 @@ class Objects:
     labels: Mapping[str, str] = field(default_factory=dict)
     lazy: frozenset[str] = frozenset()
     guards: frozenset[str] = frozenset()
+    # Pointers code sets where it finds them still null (``set_on_first_use``).
+    set_later: frozenset[str] = frozenset()
 
     def label(self, key: str) -> str:
         if key[:1] == POINTEE:
@@ -285,6 +287,20 @@ def _own(claims: Claims, position: int, surely: Mapping[str, int]) -> dict[str, 
 def lazy_objects(effects: Iterable[Effects]) -> frozenset[str]:
     """Globals some code builds under a function-local static's guard."""
     return frozenset(key for e in effects for key in e.lazy)
+
+
+def set_on_first_use(effects: Iterable[Effects]) -> frozenset[str]:
+    """Pointers that code reads, then sets, and reaches an object through, and that no
+    code writes before it reads them: null until first used, then pointing to
+    what the first user built (gflags' ``FlagRegistry::global_registry_``, set
+    under a lock by ``if (!global_registry_) global_registry_ = new …``), as a
+    function-local static is built on first use."""
+    every = list(effects)
+    pointed = {key[len(POINTEE):] for e in every for key in (*e.reads, *e.writes)
+               if key.startswith(POINTEE)}
+    built = {key for e in every for key, written in e.first_access if written}
+    return frozenset(key for e in every for key in e.updates
+                     if key in pointed and key not in built)
 
 
 def guard_bytes(effects: Iterable[Effects]) -> frozenset[str]:

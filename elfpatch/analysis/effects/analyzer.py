@@ -465,7 +465,9 @@ class EffectsAnalyzer:
                 use |= USE_WRITE
             elif kind == UNKNOWN_PASS:
                 use |= unseen_use(at) if callee is None else callee
-            elif kind in (PASS, PASS_FOREIGN):
+            elif kind in (PASS, PASS_FOREIGN) and (callee, at) != key:
+                # A call to itself with the same parameter does with it what this one
+                # does (a search that calls itself on a name's other spelling).
                 passes.append((callee, at))
         # The read stays seen once code seen makes it; one assumed of a callee not
         # followed to the end (``unfollowed_use``) is only assumed.

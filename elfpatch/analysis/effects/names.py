@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from elfpatch.analysis.effects.summary import USE_READ, USE_READ_FIRST, USE_WRITE
+from elfpatch.analysis.effects.summary import USE_LOCK, USE_READ, USE_READ_FIRST, USE_WRITE
 from elfpatch.cxx.demangle import demangle
 from elfpatch.cxx.names import component_parameters, function_path, scope_parts
 
@@ -40,6 +40,13 @@ NEVER_RETURN = frozenset({
 # Imports that return a pointer or NULL, never (char *)-1 (mmap's MAP_FAILED): a
 # branch taken when one did is never taken (``dying``).
 NEVER_MINUS_ONE = frozenset({"getenv", "secure_getenv"})
+# What returns memory nothing else points to yet: operator new (plain, nothrow,
+# aligned; scalar and array), malloc and calloc.
+ALLOCATORS = frozenset({
+    "_Znwm", "_Znam", "_ZnwmRKSt9nothrow_t", "_ZnamRKSt9nothrow_t",
+    "_ZnwmSt11align_val_t", "_ZnamSt11align_val_t",
+    "_ZnwmSt11align_val_tRKSt9nothrow_t", "_ZnamSt11align_val_tRKSt9nothrow_t",
+    "malloc", "calloc"})
 # The C++ runtime's throwing helpers: __cxa_throw, __cxa_rethrow,
 # __cxa_throw_bad_array_new_length, __cxa_bad_cast, std::__throw_length_error ...
 _THROW_HELPER = re.compile(r"__cxa_(throw|rethrow|bad_)|_ZSt\d+__throw_")
@@ -87,18 +94,19 @@ _C_ARGUMENT_REGISTERS = {
 
 
 # What C functions of one prototype do with the pointers they are passed, by
-# position (``summary.USE_*`` bits): a lock reads its word, then writes it (an
-# update of an object already there, never its construction); a string function
+# position (``summary.USE_*`` bits): a lock reads its word, then writes it as a lock
+# does (an update of an object already there, never its construction); a string function
 # reads; memcpy writes its destination.  Another function of another library may
 # read the pointer and, as the object it acts on, build it (``unseen_use``).
 _READS, _WRITES = USE_READ | USE_READ_FIRST, USE_WRITE
 _UPDATES = _READS | _WRITES
+_LOCKS = _READS | USE_LOCK
 _C_POINTER_USES: dict[str, tuple[int, ...]] = {
     **dict.fromkeys(("pthread_mutex_lock", "pthread_mutex_unlock", "pthread_mutex_trylock",
                      "pthread_rwlock_rdlock", "pthread_rwlock_wrlock",
                      "pthread_rwlock_unlock", "pthread_spin_lock", "pthread_spin_unlock",
-                     "pthread_cond_signal", "pthread_cond_broadcast"), (_UPDATES,)),
-    "pthread_cond_wait": (_UPDATES, _UPDATES), "pthread_once": (_UPDATES, 0),
+                     "pthread_cond_signal", "pthread_cond_broadcast"), (_LOCKS,)),
+    "pthread_cond_wait": (_LOCKS, _LOCKS), "pthread_once": (_UPDATES, 0),
     "pthread_mutex_init": (_WRITES, _READS), "pthread_key_create": (_WRITES, 0),
     **dict.fromkeys(("strlen", "strdup", "getenv", "secure_getenv"), (_READS,)),
     **dict.fromkeys(("strcmp", "strstr"), (_READS, _READS)),

@@ -51,10 +51,13 @@ from elfpatch.base.text_enum import TextEnum
 # WRITE's position is ZERO_STORE for a store of zero into zero-initialized memory
 # (.bss): it leaves the bytes as the loader made them; ONE_STORE for a store of
 # the number 1 (a flag set); ONE_BYTE for the construction of an object of one
-# byte (``std::ios_base::Init``, what ``<iostream>`` puts in every TU).
+# byte (``std::ios_base::Init``, what ``<iostream>`` puts in every TU); FRESH_STORE for
+# a store into memory just allocated whose address was stored into a global
+# (``if (!registry) registry = new Registry;``, built after the pointer is set): the
+# first user building what the global points to, not an update of it.
 READ, WRITE, ADDRESS, PASS, PASS_FOREIGN, UNKNOWN_PASS, CALL, ATEXIT, HOOK, GUARD, KEYED, \
     STAMP, GUARD_BYTE, GUARD_VARIABLE, UNSEEN = range(15)
-ZERO_STORE, ONE_STORE, ONE_BYTE = 1, 2, 3  # WRITE's position
+ZERO_STORE, ONE_STORE, ONE_BYTE, FRESH_STORE = 1, 2, 3, 4  # WRITE's position
 # What marks the key of the object a global points to: ``*key``, the object code reads
 # and writes through a pointer it loaded from the global ``key`` (a registry built
 # on first use behind ``static T* registry = new T``).
@@ -87,7 +90,9 @@ def function_key(address: int, constants: Constants | None) -> FunctionKey:
 # to read it.  USE_READ_FIRST says the first access through the pointer reads
 # it: what a lock, an insertion or a counter's bump does to an object already
 # there, where a constructor's first access writes.
-USE_READ, USE_WRITE, USE_UNKNOWN, USE_ASSUMED, USE_READ_FIRST = 1, 2, 4, 8, 16
+# USE_LOCK: it writes through the pointer only as a lock does (a lock word taken or
+# given back, never an entry), where USE_WRITE writes anything.
+USE_READ, USE_WRITE, USE_UNKNOWN, USE_ASSUMED, USE_READ_FIRST, USE_LOCK = 1, 2, 4, 8, 16, 32
 # The position of the pointer to a by-value result where it has a register of
 # its own (aarch64's x8; x86-64 passes it as the first argument).
 RESULT_POSITION = -1
@@ -204,6 +209,10 @@ class Effects:
     # program order (a call the budget or the depth left out, an ``UNSEEN`` event):
     # what the code has surely done by then is all known, followed to the end or not.
     leading_reads: tuple[str, ...] = ()
+    # Globals the code writes outside a first-use construction only as a lock does
+    # (``USE_LOCK``), not counted in ``updates``: a look-up under a registry's lock
+    # writes the lock word and no entry.
+    locked: tuple[str, ...] = ()
 
     def written_first(self, symbol: str) -> bool | None:
         """Whether the first touch of ``symbol`` writes it (None: never touched)."""
@@ -379,6 +388,7 @@ class Collector:
         self.unseen = False  # code not followed has run, in program order
         self.keyed: dict[KeyedCall, None] = {}
         self.updates: dict[str, None] = {}
+        self.locked: dict[str, None] = {}
         self.stamped: dict[str, None] = {}
         self.changed: dict[str, None] = {}
         self.guards = GuardsHeld()
@@ -420,7 +430,10 @@ class Collector:
                     if not self.unseen:
                         self.leading_reads[subject] = None
             elif kind == WRITE:
-                self.write(subject, position == ZERO_STORE)
+                if position == FRESH_STORE:
+                    self.built(subject)
+                else:
+                    self.write(subject, position == ZERO_STORE)
             elif kind == CALL:
                 key = function_key(subject, callee)
                 if not self.fails(key):
@@ -479,17 +492,18 @@ class Collector:
     def pass_to(self, symbol: str, use: int) -> None:
         if use & USE_READ_FIRST:  # it updates the object: not a construction
             self.touched(symbol, False)
-        if use & (USE_WRITE | USE_UNKNOWN) and self.guarded \
+        writes = use & (USE_WRITE | USE_LOCK)
+        if (writes or use & USE_UNKNOWN) and self.guarded \
                 and self.guard_touches.get(symbol, True):
             self.lazy.setdefault(symbol, None)
-        if use & (USE_WRITE | USE_UNKNOWN):
+        if writes or use & USE_UNKNOWN:
             # A call that builds or may build the object: taken to build it
             # before anything it reads of it.
             self.touched(symbol, True)
         if use & USE_READ:
             self.read(symbol, bool(use & USE_ASSUMED))
-        if use & USE_WRITE:
-            self.write(symbol)
+        if writes:
+            self.write(symbol, lock=not use & USE_WRITE)
         if use & USE_UNKNOWN:
             self.passed.setdefault(symbol, None)
         if not use:
@@ -514,19 +528,30 @@ class Collector:
         if self.guarded:
             self.guard_touches.setdefault(symbol, written)
 
-    def write(self, symbol: str, zero: bool = False) -> None:
+    def write(self, symbol: str, zero: bool = False, lock: bool = False) -> None:
         """A store; one under a guard builds a static on first use, unless the code
         under the guard read the object first: that updates an object built
         elsewhere (a registry another TU's initializer builds, filled from a
-        function-local static's construction or a once-only guard)."""
+        function-local static's construction or a once-only guard).  ``lock``: a
+        lock's write, which updates the lock word alone (``locked``)."""
         if not zero:
             self.changed.setdefault(symbol, None)
         if self.guarded and self.guard_touches.setdefault(symbol, True):
             self.lazy.setdefault(symbol, None)
+        elif lock:
+            self.locked.setdefault(symbol, None)
         else:
             self.updates.setdefault(symbol, None)
         self.writes.setdefault(symbol, None)
         self.first.setdefault(symbol, True)
+
+    def built(self, symbol: str) -> None:
+        """A store into what ``symbol`` points to, just allocated (``FRESH_STORE``): its
+        construction on first use, as under a guard."""
+        self.changed.setdefault(symbol, None)
+        self.lazy.setdefault(symbol, None)
+        self.writes.setdefault(symbol, None)
+        self.touched(symbol, True)
 
     def effects(self, complete: bool, stopped: Iterable[StopReason]) -> Effects:
         calls: dict[str, None] = {}
@@ -550,7 +575,8 @@ class Collector:
                        tuple(group for group in groups if group), tuple(self.keyed),
                        tuple(self.updates), tuple(self.stamped), (decided, undecided),
                        tuple(self.changed), self.assumed_reads(), tuple(self.guard_bytes),
-                       tuple(self.open_reads), tuple(self.leading_reads))
+                       tuple(self.open_reads), tuple(self.leading_reads),
+                       tuple(self.locked))
 
     def assumed_reads(self) -> tuple[str, ...]:
         return tuple(symbol for symbol, assumed in self.reads.items() if assumed)
@@ -603,6 +629,7 @@ def settle(effects: Effects, use: PendingUse) -> Effects:
     collector.guard_touches = collector.first
     collector.lazy = dict.fromkeys(effects.lazy)
     collector.updates = dict.fromkeys(effects.updates)
+    collector.locked = dict.fromkeys(effects.locked)
     collector.changed = dict.fromkeys(effects.changed)
     collector.open_reads = dict.fromkeys(effects.open_reads)
     for symbol, callee, position, foreign, guarded, _touched in effects.pending:
@@ -619,6 +646,7 @@ def settle(effects: Effects, use: PendingUse) -> Effects:
         addresses=tuple(a for a in collector.addresses if a not in touched),
         passed=tuple(collector.passed), first_access=tuple(first.items()),
         pending=(), lazy=tuple(collector.lazy), updates=tuple(collector.updates),
+        locked=tuple(collector.locked),
         changed=tuple(collector.changed), assumed=collector.assumed_reads(),
         open_reads=tuple(collector.open_reads))
 
@@ -834,6 +862,7 @@ def rekeyed(effects: Effects, keys: dict[str, str]) -> Effects:
                      if r.object else r for r in effects.atexit),
         pending=tuple((keys.get(p[0], p[0]), *p[1:5], placed[p[5]]) for p in effects.pending),
         lazy=each(effects.lazy), guards=each(effects.guards), updates=each(effects.updates),
+        locked=each(effects.locked),
         open_reads=each(effects.open_reads), leading_reads=each(effects.leading_reads),
         stamped=each(effects.stamped),
         changed=each(effects.changed), groups=(),

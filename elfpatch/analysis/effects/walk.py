@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol
 from elfpatch.analysis.effects.addresses import AddressIndex, GotEntry
 from elfpatch.analysis.effects.dying import DIES, LIVES, Stretches, StretchMap, kept_events
 from elfpatch.analysis.effects.names import (
+    ALLOCATORS,
     ATEXIT_FUNCTIONS,
     GUARD_FUNCTIONS,
     HOOK_FUNCTIONS,
@@ -45,6 +46,7 @@ from elfpatch.analysis.effects.summary import (
     ATEXIT,
     BARE,
     CALL,
+    FRESH_STORE,
     GUARD,
     GUARD_BYTE,
     GUARD_VARIABLE,
@@ -93,7 +95,8 @@ class Value(NamedTuple):
     constant: int | None = None
     case: int | None = None  # the jump table's entry the switch's index selects
     # What an import returned, when that says which values it cannot be
-    # (``names.NEVER_MINUS_ONE``): the import's name.
+    # (``names.NEVER_MINUS_ONE``) or that nothing else points there yet
+    # (``names.ALLOCATORS``): the import's name.
     returned_by: str | None = None
     # A pointer read from a global (its key): what the code reads and writes through
     # it is the object that global points to, keyed ``*key`` (``POINTEE``).
@@ -133,7 +136,16 @@ def pointee_value(key: str) -> Value:
 
 
 def intersect(a: State, b: State) -> State:
-    return {reg: value for reg, value in a.items() if b.get(reg) == value}
+    kept = {reg: value for reg, value in a.items() if b.get(reg) == value}
+    if len(kept) < len(a):
+        # A pointer read from a global one way, just allocated and stored there the
+        # other (``if (!r) r = new R;``): what the global points to, either way.
+        for reg, value in a.items():
+            other = b.get(reg)
+            if value.pointee is not None and other is not None and reg not in kept \
+                    and other.pointee == value.pointee:
+                kept[reg] = pointee_value(value.pointee)
+    return kept
 
 
 # The flags of the last compare of a known number: (where the instruction reading
@@ -693,7 +705,7 @@ class FunctionWalk:
         """A compare of ``register`` with -1 that ends at ``following``: remembered when
         the register holds what an import that never returns -1 returned."""
         value = self.state.get(register) if register is not None else None
-        if value is not None and value.returned_by is not None:
+        if value is not None and value.returned_by in NEVER_MINUS_ONE:
             self.minus_one_tested = following
 
     def never_taken(self, condition: str, following: int) -> bool:
@@ -884,6 +896,9 @@ class FunctionWalk:
             defined = True
         elif value.pointee is not None:
             subject, defined = POINTEE + value.pointee, True
+            if write and value.returned_by is not None:  # just allocated: built here
+                self.events.append((WRITE, subject, None, FRESH_STORE))
+                write = False
         else:
             found = self.data(value, offset)
             if found is None:
@@ -916,8 +931,10 @@ class FunctionWalk:
         if register is None or global_key is None or global_key[0] == POINTEE:
             return
         held = self.state.get(register)
-        if held is None or (held.address is None and held.got is None
-                            and held.parameter is None and held.constant is None):
+        if held is not None and held.returned_by in ALLOCATORS:
+            self.state[register] = held._replace(pointee=global_key)
+        elif held is None or (held.address is None and held.got is None
+                              and held.parameter is None and held.constant is None):
             self.state[register] = pointee_value(global_key)
 
     def zero_filled(self, value: Value, offset: int) -> bool:
@@ -971,7 +988,8 @@ class FunctionWalk:
             return
         self.record_call(resolved)
         name = resolved.name
-        if resolved.external and name in NEVER_MINUS_ONE and self.RESULT is not None:
+        if resolved.external and (name in NEVER_MINUS_ONE or name in ALLOCATORS) \
+                and self.RESULT is not None:
             self.state[self.RESULT] = Value(returned_by=name)
         if resolved.external and never_returns(name):
             # Only a name a stripped copy keeps: an import's (its own code, unnamed
