@@ -95,3 +95,38 @@ def test_stripped_lto_parts_are_labelled_by_plain_address(program: str, tmp_path
     shown = json.dumps(inits_of(strip_unneeded("x86_64", path, tmp_path)))
     assert "the TU constructing 0x" in shown
     assert not re.search(r"(constructing|reads|for|into) [@^]0x", shown), shown
+
+
+# A table one vector store fills (gcc -O2 stores the four ints with one movaps, or
+# one str q0), and a read of its last element by another TU that the link order
+# runs first.  Without symbols, only the store's width says the element is the
+# table's.
+VECTOR_FILLED = {
+    "reader.cpp": "extern int table[4];\nint seen = table[3] + 1;\n",
+    "table.cpp": """
+int table[4];
+static int square(int x) { return x * x; }
+__attribute__((constructor)) static void fill_table() {
+    for (int i = 0; i < 4; ++i) table[i] = square(i + 1);
+}
+""",
+    "main.cpp": '#include <cstdio>\nextern int seen;\n'
+                'int main() { std::printf("seen=%d\\n", seen); }\n',
+}
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_a_read_inside_a_vector_store_is_of_the_stored_object(machine: str,
+                                                                tmp_path: Path) -> None:
+    toolchain = build.host_toolchain() if machine == "x86_64" else build.cross_toolchain(machine)
+    if toolchain is None or not toolchain.available():
+        pytest.skip(f"no {machine} compiler installed")
+    program = build.build_executable(VECTOR_FILLED, "vector_filled", ["-O2"],
+                                     toolchain=toolchain)
+    if toolchain.runner_available():
+        run = subprocess.run([*toolchain.runner, str(program)], capture_output=True, text=True)
+        assert run.stdout == "seen=1\n"  # the reader ran first
+    for path in (program, strip_unneeded(machine, program, tmp_path)):
+        found = [(r["severity"], r["kind"], r["object_address"])
+                 for r in inits_of(path)["risks"] if r["kind"] != "exit-time-destructor"]
+        assert found == [("error", "init-order", found[0][2])], path

@@ -58,6 +58,9 @@ from elfpatch.base.text_enum import TextEnum
 READ, WRITE, ADDRESS, PASS, PASS_FOREIGN, UNKNOWN_PASS, CALL, ATEXIT, HOOK, GUARD, KEYED, \
     STAMP, GUARD_BYTE, GUARD_VARIABLE, UNSEEN = range(15)
 ZERO_STORE, ONE_STORE, ONE_BYTE, FRESH_STORE = 1, 2, 3, 4  # WRITE's position
+# WRITE's position from this on: a store of that many bytes by one instruction (a
+# vector register): all of them belong to the object stored to.
+WIDE_STORE = 16
 # What marks the key of the object a global points to: ``*key``, the object code reads
 # and writes through a pointer it loaded from the global ``key`` (a registry built
 # on first use behind ``static T* registry = new T``).
@@ -587,7 +590,8 @@ def _bare_keys(events: Iterable[Event]) -> tuple[str, ...]:
     and, marked ``STORED`` (``!0x…``), those of them it stores to, and ``SINGLE``
     (``=0x…``) those it builds as objects of one byte or tests as guard bytes, and
     the guards it passes to ``__cxa_guard_acquire``: the static a guard guards,
-    laid out right after it, is an object of its own."""
+    laid out right after it, is an object of its own; and, marked ``SPAN``
+    (``%0x…+16``), those it stores a vector register to, with how many bytes."""
     found: dict[str, None] = {}
     stored: dict[str, None] = {}
     for event in events:
@@ -600,6 +604,8 @@ def _bare_keys(events: Iterable[Event]) -> tuple[str, ...]:
                 stored[STORED + subject[1:]] = None
                 if event[3] == ONE_BYTE:
                     stored[SINGLE + subject[1:]] = None
+                elif event[3] >= WIDE_STORE:
+                    stored[f"{SPAN}{subject[1:]}+{event[3]}"] = None
             elif kind in (GUARD_BYTE, GUARD_VARIABLE):
                 stored[SINGLE + subject[1:]] = None
     return (*found, *stored)
@@ -694,10 +700,15 @@ def object_keys(groups: Iterable[Iterable[str]], written: Iterable[str] = (),
     # Objects of one byte: nothing past their start is theirs, nor are they members of
     # what lies below (a guard byte just past the string it guards).
     singles: set[int] = set()
+    spans: dict[int, int] = {}  # where a vector register was stored -> how many bytes
     for keys in groups:
         marked.append([key for key in keys if key[:1] in _MARKS])
         stored.append(frozenset(int(key[1:], 16) for key in keys if key[:1] == STORED))
         singles.update(int(key[1:], 16) for key in keys if key[:1] == SINGLE)
+        for key in keys:
+            if key[:1] == SPAN:
+                at, _, width = key[1:].partition("+")
+                spans[int(at, 16)] = max(spans.get(int(at, 16), 0), int(width))
     found = dict.fromkeys(key for keys in marked for key in keys)
     found.update(dict.fromkeys(key for key in alone if key[:1] in _MARKS))
     addresses = {key: int(key[1:], 16) for key in found}
@@ -727,7 +738,26 @@ def object_keys(groups: Iterable[Iterable[str]], written: Iterable[str] = (),
             and reach.get(start, address) >= address
         if together or not (address in changed or address - start >= READ_MEMBER_REACH):
             placed[key] = f"{start:#x}"
+    if spans:
+        _place_in_spans(placed, addresses, spans, singles)
     return placed
+
+
+def _place_in_spans(placed: dict[str, str], addresses: dict[str, int],
+                    spans: dict[int, int], singles: set[int]) -> None:
+    """Each address left an object of its own that lies inside the bytes one vector
+    register's store wrote, placed in the object that store wrote to (a table's last
+    element, which gcc -O2 fills with one ``movaps`` and another TU reads): one
+    instruction writes one object, at most."""
+    starts = sorted(spans)
+    where = {address: key for key, address in addresses.items()}
+    for key, address in addresses.items():
+        if placed[key] != f"{address:#x}" or address in singles:
+            continue
+        k = bisect_right(starts, address - 1) - 1  # the nearest store below it
+        if k >= 0 and address < starts[k] + spans[starts[k]]:
+            below = where.get(starts[k])
+            placed[key] = placed[below] if below is not None else f"{starts[k]:#x}"
 
 
 def _nearest_starts(anchors: list[int], addresses: dict[str, int]) -> list[int]:
@@ -817,7 +847,7 @@ def _object_starts(anchors: list[int], marked: list[list[str]], pieces: list[fro
 # Keys of addresses in a file without symbols, before they are placed in objects:
 # an address accessed, and one the code takes as a pointer.  In a function's group
 # only: an address it stores to (``_bare_keys``).
-BARE, ANCHOR, STORED, SINGLE = "@", "^", "!", "="
+BARE, ANCHOR, STORED, SINGLE, SPAN = "@", "^", "!", "=", "%"
 _MARKS = (BARE, ANCHOR)
 _UNMARKED = itemgetter(slice(1, None))  # "@0x10" -> "0x10"
 

@@ -62,6 +62,7 @@ from elfpatch.analysis.effects.summary import (
     RESULT_POSITION,
     STAMP,
     UNKNOWN_PASS,
+    WIDE_STORE,
     WRITE,
     ZERO_STORE,
     AtExit,
@@ -888,9 +889,11 @@ class FunctionWalk:
             self.events.append((STAMP, found[0], None, 0))
 
     def access(self, value: Value, offset: int, read: bool, write: bool,
-               zero: bool = False, one: bool = False) -> str | None:
+               zero: bool = False, one: bool = False, width: int = 0) -> str | None:
         """A load or store at ``value + offset``; ``zero``: a store of zero, ``one``:
-        of the number 1.  The global's key, when it is one (``loaded``, ``stored``)."""
+        of the number 1; ``width``: how many bytes one vector register's store writes
+        (``WIDE_STORE`` and more).  The global's key, when it is one (``loaded``,
+        ``stored``)."""
         if value.parameter is not None:
             subject: str | int = value.parameter
             defined = True
@@ -915,7 +918,8 @@ class FunctionWalk:
         if write and defined:
             self.events.append((WRITE, subject, None,
                                 ZERO_STORE if zero and self.zero_filled(value, offset)
-                                else ONE_STORE if one else 0))
+                                else ONE_STORE if one
+                                else width if width >= WIDE_STORE else 0))
         return subject if type(subject) is str else None
 
     def loaded(self, register: str | None, global_key: str | None) -> None:

@@ -88,6 +88,8 @@ _X86_READS_MEMORY = frozenset({"cmp", "test", "movzx", "movsx", "movsxd", "push"
 # Moves, scalar and vector, whose destination is their first operand (the rest of
 # those starting so are listed above: they only read memory).
 _X86_MOVES = ("mov", "vmov")
+# How many bytes a vector register's memory operand covers.
+_X86_VECTOR_WIDTHS = {"xmmword": 16, "ymmword": 32, "zmmword": 64}
 # Instructions that write registers they do not name (string ops, mul/div, cpuid…).
 _X86_IMPLICIT = frozenset({"mul", "div", "idiv", "cdq", "cqo", "cwd", "cdqe", "cpuid",
                            "rdtsc", "rdtscp", "syscall", "xchg", "xadd", "cmpxchg",
@@ -640,7 +642,8 @@ class X86Walk(FunctionWalk):
                 located = self.memory(operand, address + size)
                 if located is not None:
                     read, write = self.memory_access(mnemonic, address, size, position)
-                    self.access(located[0], located[1], read, write)
+                    self.access(located[0], located[1], read, write,
+                                width=_X86_VECTOR_WIDTHS.get(operand.partition(" ")[0], 0))
 
     def generic_registers(self, mnemonic: str, operands: str) -> None:
         """Forget what the instruction's destination register held."""
