@@ -15,6 +15,7 @@ import pytest
 from support.inits import (
     MACHINES,
     ORDER_KINDS,
+    inits,
     order_risks_when_stripped,
     printed,
     risks,
@@ -89,16 +90,33 @@ def test_a_look_up_counts_where_the_code_before_it_is_all_followed(
 def test_a_registry_a_locked_pointer_holds_is_paired_too(machine: str, tmp_path: Path) -> None:
     """gflags' shape: ``Flags::global()`` sets a null pointer under a lock to a registry
     built on first use (stored before it is built: the stores through the fresh
-    pointer build it); a flag's definition and its look-up both take the
-    registry's lock, and only the definition inserts into its map."""
+    pointer build it); defining a flag and looking it up both take the registry's
+    lock, and only the definition inserts into its map.  Paired by the key too."""
     built = scenario("early_lookup", machine)
     assert printed(built, "flag_probe_first") == {"found": "0", "entries": "1"}
     assert printed(built, "depth_flag_first") == {"found": "1", "entries": "1"}
     early = risks(same_when_stripped(machine, built.path("flag_probe_first"), tmp_path),
                   *REGISTRATION_KINDS)
     late = order_risks_when_stripped(machine, built.path("depth_flag_first"), tmp_path)
-    assert [(r["severity"], r["kind"], r["object"]) for r in early] == [
-        ("error", "registration-order", "*_ZN5Flags7global_E")]
-    assert early[0]["message"].startswith("flag_probe.cpp looks up what Flags::global_ "
-                                          "points to")
+    assert [(r["severity"], r["kind"], r["key"]) for r in early] == [
+        ("error", "registration-order", "string:depth")]
+    assert early[0]["object"] == "*_ZN12_GLOBAL__N_15Flags7global_E"
+    assert early[0]["message"].startswith('flag_probe.cpp looks up the key "depth" with '
+                                          "GetFlag(char const*, int*) in the registry what "
+                                          "(anonymous namespace)::Flags::global_ points to")
     assert [(r["severity"], r["kind"]) for r in late] == [("warning", "link-order-dependence")]
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_the_same_registry_in_a_library_of_its_own(machine: str) -> None:
+    """``libflags.so`` holds the registry and its functions, as Debian's libgflags.so
+    does: ``--closure`` pairs the program's look-up and definition by their key."""
+    built = scenario("early_lookup", machine)
+    assert printed(built, "flag_probe_first_shared") == {"found": "0", "entries": "1"}
+    assert printed(built, "depth_flag_first_shared") == {"found": "1", "entries": "1"}
+    for program, expected in (("flag_probe_first_shared", ("error", "registration-order")),
+                              ("depth_flag_first_shared", ("warning", "link-order-dependence"))):
+        document = inits("--closure", str(built.path(program)))
+        found = [(r["severity"], r["kind"], r["key"]) for record in document["files"]
+                 for r in record["risks"] if r["kind"] in REGISTRATION_KINDS]
+        assert found == [(*expected, "string:depth")], program

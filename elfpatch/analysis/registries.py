@@ -69,6 +69,7 @@ from elfpatch.analysis.risks import (
     Via,
     held_by_priority,
     no_via,
+    set_on_first_use,
 )
 from elfpatch.cxx.demangle import demangle
 
@@ -79,6 +80,8 @@ ROLE_DEPTH = 3
 ROLE_FUNCTIONS = 32
 # How many functions of one object are read for their role at most (``_likeliest``).
 MAX_ROLE_FUNCTIONS = 64
+# How many of a function's callees say what it touches (``_touched_here``).
+MAX_CALLEES_TOUCHING = 8
 
 
 @dataclass(frozen=True)
@@ -124,26 +127,35 @@ _INSERTIONS = frozenset({
 })
 
 
-def registered_into(effects: Effects) -> frozenset[str]:
+def registered_into(effects: Effects, set_later: Collection[str] = ()) -> frozenset[str]:
     """The globals code writes into outside their first-use construction
     (``Effects.updates``), and, when it inserts into a container, those it only
-    takes or gives back a lock in (``Effects.locked``).
+    takes or gives back a lock in (``Effects.locked``); not the pointers it sets
+    where it finds them null (``set_later``: ``risks.set_on_first_use``), whose
+    setting builds what they point to on first use.
 
     A registration takes the registry's lock around its insertion, and the sweep
     may lose the insertion itself (the registry's pointer reloaded from a
     spilled slot on the way): its lock and its call to the container's insertion
     still tell.  A look-up takes the lock too, and inserts nothing."""
-    found = frozenset(effects.updates)
+    found = set(effects.updates)
     if effects.locked and _INSERTIONS.intersection(effects.external_calls):
-        return found | frozenset(effects.locked)
-    return found
+        found.update(effects.locked)
+    return frozenset(found.difference(set_later))
 
 
-def role_of(definer: str, effects: Effects, label: Callable[[str], str]) -> FunctionRole:
-    """The role of a function from its effects (``label``: a global's name for people)."""
-    updates, reads = registered_into(effects), frozenset(effects.reads)
+def role_of(definer: str, effects: Effects, label: Callable[[str], str],
+            set_later: Collection[str] = ()) -> FunctionRole:
+    """The role of a function from its effects (``label``: a global's name for people;
+    ``set_later``: as ``registered_into`` takes it)."""
+    updates, reads = registered_into(effects, set_later), frozenset(effects.reads)
     return FunctionRole(definer, updates, reads,
-                        {key: label(key) for key in updates | reads})
+                        {key: _label(key, label) for key in updates | reads})
+
+
+def _label(key: str, label: Callable[[str], str]) -> str:
+    """A global's label, and that of what a global points to (``*`` and its label)."""
+    return POINTEE + label(key[len(POINTEE):]) if key.startswith(POINTEE) else label(key)
 
 
 def roles_in_object(analyzer: EffectsAnalyzer, definer: str,
@@ -176,8 +188,13 @@ def roles_in_object(analyzer: EffectsAnalyzer, definer: str,
     written = {key for effects in every for key in (*effects.writes, *effects.passed)}
     destroyed = {r.object for effects in every for r in effects.atexit if r.object}
     keys = object_keys(groups, written, destroyed)
-    return {address: role_of(definer, rekeyed(effects, keys), analyzer.index.data_label)
-            for address, effects in found.items()}
+    # What a global points to follows the global, as ``init_order`` places it.
+    keys.update({key: POINTEE + keys[key[1:]] for effects in every
+                 for key in effects_keys(effects) if key[:1] == POINTEE and key[1:] in keys})
+    placed = {address: rekeyed(effects, keys) for address, effects in found.items()}
+    set_later = set_on_first_use(placed.values())
+    return {address: role_of(definer, effects, analyzer.index.data_label, set_later)
+            for address, effects in placed.items()}
 
 
 def _likeliest(functions: Mapping[int, Collection[str]]) -> Mapping[int, Collection[str]]:
@@ -198,13 +215,18 @@ _TOUCHING = frozenset({READ, WRITE, PASS, UNKNOWN_PASS, ADDRESS})
 
 
 def _touched_here(analyzer: EffectsAnalyzer, address: int) -> set[int | str]:
-    """The globals the function's own code touches: names, or addresses where the
-    file keys them by address (members of one object lie close together)."""
+    """The globals the function's own code touches, and the code of the functions it
+    calls directly (a flag's registering constructor hands the registry's work to
+    a function of its own): names, or addresses where the file keys them by
+    address (members of one object lie close together)."""
+    summary = analyzer.summary(address)
+    callees = [key if isinstance(key, int) else key[0] for key in summary.callees]
     found: set[int | str] = set()
-    for kind, subject, _callee, _position in analyzer.summary(address).events:
-        if kind in _TOUCHING and type(subject) is str:
-            found.add(int(subject.lstrip(MARKS), 16) if subject.lstrip(MARKS)[:2] == "0x"
-                      else subject)
+    for function in (address, *callees[:MAX_CALLEES_TOUCHING]):
+        for kind, subject, _callee, _position in analyzer.summary(function).events:
+            if kind in _TOUCHING and type(subject) is str:
+                bare = subject.lstrip(MARKS)
+                found.add(int(bare, 16) if bare[:2] == "0x" else subject)
     return found
 
 
@@ -346,6 +368,8 @@ def _key(key: str) -> str:
 
 
 def _shown(label: str) -> str:
+    if label.startswith(POINTEE):
+        return f"what {_shown(label[len(POINTEE):])} points to"
     return demangle(label) if label.startswith("_Z") else label
 
 
@@ -369,7 +393,7 @@ def early_lookups(initializers: Sequence[AnalysedInitializer], objects: Objects 
     Registrations of the look-up's own TU run in the order of its source.
     """
     registrars: dict[str, dict[int, bool]] = {}  # registry -> position -> surely
-    written = [registered_into(item.effects) for item in initializers]
+    written = [registered_into(item.effects, objects.set_later) for item in initializers]
     for position, item in enumerate(initializers):
         for symbol in (*written[position], *item.effects.passed):
             if _registry(symbol, objects):
