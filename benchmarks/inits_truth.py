@@ -7,10 +7,11 @@ filled by registrations, a path built from another TU's string, a plugin
 list reached through a function-local static, ids from a zero-initialized
 counter, a logger whose destructor reads another TU's string, a unit table
 and a mode check whose constant argument selects a path that reads no other
-TU's global, next to a real read of one) and eight modelled on the patterns of
+TU's global, next to a real read of one) and nine modelled on the patterns of
 real projects (``MODELLED``: googletest's TEST registry, LLVM's cl::opt,
 dmlc-core's registry looked up by a ``std::string``, PyTorch's c10 registry
-behind a function-local static pointer,
+behind a function-local static pointer, gflags' registry behind a pointer set
+under a lock where it is null, looked up under the registry's own lock,
 glog/abseil string flags, protobuf's generated descriptor pool looked up by
 file name, a Meyers singleton used right, a logger behind a function-local
 static used by another global's destructor) are built with
@@ -479,6 +480,78 @@ MODELLED: dict[str, Program] = {
             "main.cpp": (
                 "#include <cstdio>\nbool plugin_found();\n"
                 'int main() { std::printf("BUG=%d\\n", plugin_found() ? 0 : 1); }\n'
+            ),
+        },
+    ),
+    # gflags' FlagRegistry: a pointer the first user sets, under a mutex, where it finds
+    # it null; DEFINE_int32 registers through a registerer object, and
+    # GetCommandLineOption looks a flag up by name; both take the registry's rwlock.
+    "gflags": Program(
+        orders=(
+            ("probe.cpp", "depth.cpp", "gflags.cpp", "main.cpp"),
+            ("depth.cpp", "probe.cpp", "gflags.cpp", "main.cpp"),
+        ),
+        sources={
+            "gflags.h": (
+                "#include <string>\n"
+                "struct FlagRegisterer { FlagRegisterer(const char* name, int* value); };\n"
+                "bool GetCommandLineOption(const char* name, std::string* value);\n"
+                "#define DEFINE_int32(name, value) int FLAGS_##name = value;"
+                " static FlagRegisterer name##_registerer(#name, &FLAGS_##name)\n"
+            ),
+            "gflags.cpp": (
+                '#include "gflags.h"\n#include <pthread.h>\n#include <cstring>\n'
+                "#include <map>\n#include <mutex>\n"
+                "namespace {\n"
+                "struct CStrLess { bool operator()(const char* a, const char* b) const"
+                " { return std::strcmp(a, b) < 0; } };\n"
+                "class FlagRegistry {\n"
+                " public:\n"
+                "    static FlagRegistry* GlobalRegistry() {\n"
+                "        static std::mutex creation;\n"
+                "        std::lock_guard<std::mutex> hold(creation);\n"
+                "        if (!global_registry_) global_registry_ = new FlagRegistry;\n"
+                "        return global_registry_;\n"
+                "    }\n"
+                "    void Register(const char* name, int* value) {\n"
+                "        pthread_rwlock_wrlock(&lock_);\n"
+                "        flags_[name] = value;\n"
+                "        pthread_rwlock_unlock(&lock_);\n"
+                "    }\n"
+                "    int* Find(const char* name) {\n"
+                "        pthread_rwlock_rdlock(&lock_);\n"
+                "        auto found = flags_.find(name);\n"
+                "        int* value = found == flags_.end() ? nullptr : found->second;\n"
+                "        pthread_rwlock_unlock(&lock_);\n"
+                "        return value;\n"
+                "    }\n"
+                " private:\n"
+                "    pthread_rwlock_t lock_ = PTHREAD_RWLOCK_INITIALIZER;\n"
+                "    std::map<const char*, int*, CStrLess> flags_;\n"
+                "    static FlagRegistry* global_registry_;\n"
+                "};\n"
+                "FlagRegistry* FlagRegistry::global_registry_ = nullptr;\n"
+                "}  // namespace\n"
+                "FlagRegisterer::FlagRegisterer(const char* name, int* value) {\n"
+                "    FlagRegistry::GlobalRegistry()->Register(name, value);\n"
+                "}\n"
+                "bool GetCommandLineOption(const char* name, std::string* value) {\n"
+                "    int* flag = FlagRegistry::GlobalRegistry()->Find(name);\n"
+                "    if (flag == nullptr) return false;\n"
+                "    *value = std::to_string(*flag);\n"
+                "    return true;\n"
+                "}\n"
+            ),
+            "depth.cpp": '#include "gflags.h"\nDEFINE_int32(depth, 5);\n',
+            "probe.cpp": (
+                '#include "gflags.h"\n'
+                "static std::string depth_text;\n"
+                'static const bool known = GetCommandLineOption("depth", &depth_text);\n'
+                "bool depth_known() { return known; }\n"
+            ),
+            "main.cpp": (
+                "#include <cstdio>\nbool depth_known();\n"
+                'int main() { std::printf("BUG=%d\\n", depth_known() ? 0 : 1); }\n'
             ),
         },
     ),
