@@ -102,8 +102,9 @@ def test_a_registry_a_locked_pointer_holds_is_paired_too(machine: str, tmp_path:
         ("error", "registration-order", "string:depth")]
     assert early[0]["object"] == "*_ZN12_GLOBAL__N_15Flags7global_E"
     assert early[0]["message"].startswith('flag_probe.cpp looks up the key "depth" with '
-                                          "GetFlag(char const*, int*) in the registry what "
-                                          "(anonymous namespace)::Flags::global_ points to")
+                                          "GetFlag(char const*, int*) in the registry that "
+                                          "(anonymous namespace)::Flags::global_ points to, "
+                                          "of ")
     assert [(r["severity"], r["kind"]) for r in late] == [("warning", "link-order-dependence")]
 
 

@@ -352,7 +352,7 @@ def _risk(severity: Severity, kind: RiskKind, use: KeyedUse, role: FunctionRole,
     registry_label = registry.labels.get(shared[0], shared[0])
     where = "" if registrar.object == use.object else f" (in {registrar.object})"
     message = (f"{use.item.unit} looks up {_key(use.call.key)} with {demangle(use.call.function)}"
-               f" in the registry {_shown(registry_label)} of {role.definer}, and the "
+               f" in {_registry_of(registry_label, role.definer)}, and the "
                f"registration of that key by {registrar.item.unit}{where} through "
                f"{demangle(registrar.call.function)} {verdict}")
     return Risk(severity, kind, use.item.label, registry_label, registrar.item.label, message,
@@ -367,9 +367,14 @@ def _key(key: str) -> str:
     return f'the key "{value}"' if kind == "string" else f"the key {demangle(value)}"
 
 
-def _shown(label: str) -> str:
+def _registry_of(label: str, definer: str) -> str:
+    """The registry ``label`` names, of the object ``definer``, for a sentence."""
     if label.startswith(POINTEE):
-        return f"what {_shown(label[len(POINTEE):])} points to"
+        return f"the registry that {_shown(label[len(POINTEE):])} points to, of {definer}"
+    return f"the registry {_shown(label)} of {definer}"
+
+
+def _shown(label: str) -> str:
     return demangle(label) if label.startswith("_Z") else label
 
 
