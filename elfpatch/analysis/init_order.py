@@ -15,12 +15,12 @@ from elfpatch.analysis.effects.addresses import AddressIndex
 from elfpatch.analysis.effects.summary import (
     ANCHOR,
     BARE,
-    POINTEE,
     StopReason,
     effects_keys,
     object_keys,
     rekeyed,
     settle,
+    with_pointees,
 )
 from elfpatch.analysis.initializers import (
     DEFAULT_PRIORITY,
@@ -255,9 +255,7 @@ def _placed(analysed: list[AnalysedInitializer], exit_code: dict[int, Effects],
     keys = object_keys(groups, written, destroyed, alone)
     if not keys:
         return analysed, exit_code, hooks, keys
-    # What a global points to follows the global (``POINTEE``).
-    keys.update({key: POINTEE + keys[key[1:]] for key in alone
-                 if key[:1] == POINTEE and key[1:] in keys})
+    keys = with_pointees(keys, alone)
     return ([dataclasses.replace(item, effects=rekeyed(item.effects, keys))
              for item in analysed],
             {address: rekeyed(effects, keys) for address, effects in exit_code.items()},

@@ -31,10 +31,9 @@ type) is no key.
 Most registries take their key as a ``std::string`` the caller builds on
 its stack, and -O2 inlines the look-up (``std::map::find``) into the
 initializer: no call is left to pair.  Inside one object the registry
-itself pairs them (``early_lookups``): an initializer whose code is
-followed to the end, that reads a registry built on first use and writes
-nothing into it, runs before or after the initializers of other TUs that
-register into it.
+itself pairs them (``early_lookups``): an initializer that reads a registry
+built on first use, after code that is all followed, and writes nothing into
+it, runs before or after the initializers of other TUs that register into it.
 """
 
 from __future__ import annotations
@@ -58,6 +57,7 @@ from elfpatch.analysis.effects.summary import (
     effects_keys,
     object_keys,
     rekeyed,
+    with_pointees,
 )
 from elfpatch.analysis.risks import (
     NAMES,
@@ -187,10 +187,8 @@ def roles_in_object(analyzer: EffectsAnalyzer, definer: str,
               *((key,) for effects in every for key in effects_keys(effects))]
     written = {key for effects in every for key in (*effects.writes, *effects.passed)}
     destroyed = {r.object for effects in every for r in effects.atexit if r.object}
-    keys = object_keys(groups, written, destroyed)
-    # What a global points to follows the global, as ``init_order`` places it.
-    keys.update({key: POINTEE + keys[key[1:]] for effects in every
-                 for key in effects_keys(effects) if key[:1] == POINTEE and key[1:] in keys})
+    keys = with_pointees(object_keys(groups, written, destroyed),
+                         (key for effects in every for key in effects_keys(effects)))
     placed = {address: rekeyed(effects, keys) for address, effects in found.items()}
     set_later = set_on_first_use(placed.values())
     return {address: role_of(definer, effects, analyzer.index.data_label, set_later)

@@ -708,7 +708,8 @@ def object_keys(groups: Iterable[Iterable[str]], written: Iterable[str] = (),
         for key in keys:
             if key[:1] == SPAN:
                 at, _, width = key[1:].partition("+")
-                spans[int(at, 16)] = max(spans.get(int(at, 16), 0), int(width))
+                start = int(at, 16)
+                spans[start] = max(spans.get(start, 0), int(width))
     found = dict.fromkeys(key for keys in marked for key in keys)
     found.update(dict.fromkeys(key for key in alone if key[:1] in _MARKS))
     addresses = {key: int(key[1:], 16) for key in found}
@@ -741,6 +742,15 @@ def object_keys(groups: Iterable[Iterable[str]], written: Iterable[str] = (),
     if spans:
         _place_in_spans(placed, addresses, spans, singles)
     return placed
+
+
+def with_pointees(keys: dict[str, str], candidates: Iterable[str]) -> dict[str, str]:
+    """``keys`` (``object_keys``) with what each placed global points to following the
+    global: ``*@0x…`` placed as ``*`` and the global's new key (``POINTEE``), for
+    those of ``candidates`` that are such keys."""
+    keys.update({key: POINTEE + keys[key[1:]] for key in candidates
+                 if key[:1] == POINTEE and key[1:] in keys})
+    return keys
 
 
 def _place_in_spans(placed: dict[str, str], addresses: dict[str, int],
