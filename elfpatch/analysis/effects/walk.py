@@ -695,6 +695,9 @@ class FunctionWalk:
         if taken is None and guard is not None and guard[1] == target \
                 and self.detour(following, target):
             return True
+        if taken is None and guard is None and target > following \
+                and self.acquires_guard_at(target) and self.detour(following, target, True):
+            return True
         if taken is None and condition is not None and self.never_taken(condition, following):
             self.stretches.never_taken(target)
             return True
@@ -716,17 +719,23 @@ class FunctionWalk:
         return condition in _EQUAL and self.minus_one_tested is not None \
             and following - self.minus_one_tested in self.BRANCH_SIZES
 
-    def detour(self, following: int, target: int) -> bool:
+    def detour(self, following: int, target: int, acquiring: bool = False) -> bool:
         """A branch on a guard byte forward to a stretch laid out further down that
         sets the byte (``guard_set_behind``), runs straight and jumps back up into the
         code after the branch (gcc -flto's constructions of inline variables, moved
         past the return): swept here, where it runs, and skipped when the sweep
         reaches it, so that what it builds comes before what the code after the
         branch reads of it.  True when it was; its end state meets the code it
-        jumps back to."""
+        jumps back to.
+
+        ``acquiring``: the stretch takes the guard with ``__cxa_guard_acquire``
+        (``acquires_guard_at``), and may also branch back up where the acquisition
+        finds the static built: a function-local static's construction, inlined
+        into code that another's construction runs, is laid out below it, yet
+        registers its destructor first."""
         if not self.sized or self.paths is not None or not self.instructions:
             return False
-        found = self.detour_at(following, target)
+        found = self.detour_at(following, target, acquiring)
         if found is None:
             return False
         first, last, rejoin = found
@@ -764,9 +773,11 @@ class FunctionWalk:
         does not say: None)."""
         return None
 
-    def detour_at(self, following: int, target: int) -> tuple[int, int, int] | None:
+    def detour_at(self, following: int, target: int, back_branches: bool = False,
+                  ) -> tuple[int, int, int] | None:
         """(index of its first instruction, of its jump back, where it jumps) of the
-        detour at ``target``, or None."""
+        detour at ``target``, or None.  ``back_branches``: it may also branch back up
+        into the code it jumps back to."""
         first = self.index_of(target)
         if first is None:
             return None
@@ -779,9 +790,25 @@ class FunctionWalk:
                 rejoin = transfer[1]
                 return (first, n, rejoin) if rejoin is not None \
                     and following <= rejoin < target else None
-            if self.branch_target(mnemonic, operands) is not None:
+            branch = self.branch_target(mnemonic, operands)
+            if branch is not None and not (back_branches and following <= branch < target):
                 return None  # a branch of its own: not a straight stretch
         return None
+
+    def acquires_guard_at(self, target: int) -> bool:
+        """Whether the code at ``target`` calls ``__cxa_guard_acquire`` within a few
+        instructions, before any branch."""
+        start = self.index_of(target)
+        if start is None:
+            return False
+        for _at, _size, mnemonic, operands in self.instructions[start:start + _ACQUIRE_REACH]:
+            transfer = self.control_transfer(mnemonic, operands)
+            if transfer is not None:
+                return transfer[0] and transfer[1] is not None \
+                    and self.analyzer.code_target(transfer[1]).name == "__cxa_guard_acquire"
+            if mnemonic in self.STOPS or self.branch_target(mnemonic, operands) is not None:
+                return False
+        return False
 
     # -- per instruction set ------------------------------------------------
     def other(self, address: int, size: int, mnemonic: str, operands: str) -> bool:
@@ -1284,8 +1311,10 @@ class FunctionWalk:
                 return False  # the code read ends
 
 
-# How long a detour may be (``detour``).
+# How long a detour may be (``detour``), and how far into it the guard is taken
+# (``acquires_guard_at``: its address loaded into the argument register first).
 _DETOUR_LENGTH = 24
+_ACQUIRE_REACH = 4
 # Tails swept again per function (``tails_again``), and how long each may be.
 _TAILS_AGAIN = 4
 _TAIL_LENGTH = 32
