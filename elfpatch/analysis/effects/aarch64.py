@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 
 from elfpatch.analysis.effects.summary import READ
-from elfpatch.analysis.effects.walk import FunctionWalk, Value, immediate
+from elfpatch.analysis.effects.walk import FunctionWalk, Value, immediate, never_null
 from elfpatch.elf.constants import EM_AARCH64
 
 MACHINE = EM_AARCH64
@@ -435,7 +435,9 @@ class Arm64Walk(FunctionWalk):
         stored = self.state.get(registers[0] or "") if stores and len(registers) == 1 else None
         key = self.access(base, offset or 0, read=loads, write=stores or read_write,
                           zero=stores and not read_write and _stores_zero(operands),
-                          one=not read_write and stored is not None and stored.constant == 1,
+                          one=not read_write and stored is not None and (
+                              stored.constant == 1
+                              or (operands.startswith("x") and never_null(stored))),
                           # q registers: 16 bytes each, 32 for a pair
                           width=16 * len(registers) if operands.startswith("q") else 0)
         whole = mnemonic in _A64_WHOLE_TRANSFERS and operands.startswith("x") \

@@ -50,8 +50,9 @@ from elfpatch.base.text_enum import TextEnum
 # read); the subject is its ``StopReason``.  What the code does before it is all seen.
 # WRITE's position is ZERO_STORE for a store of zero into zero-initialized memory
 # (.bss): it leaves the bytes as the loader made them; ONE_STORE for a store of
-# the number 1 (a flag set); ONE_BYTE for the construction of an object of one
-# byte (``std::ios_base::Init``, what ``<iostream>`` puts in every TU); FRESH_STORE for
+# the number 1 or of an address of this object (a flag set: never zero); ONE_BYTE
+# for the construction of an object of one byte (``std::ios_base::Init``, what
+# ``<iostream>`` puts in every TU); FRESH_STORE for
 # a store into memory just allocated whose address was stored into a global
 # (``if (!registry) registry = new Registry;``, built after the pointer is set): the
 # first user building what the global points to, not an update of it.

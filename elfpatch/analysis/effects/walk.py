@@ -106,6 +106,13 @@ class Value(NamedTuple):
 
 State = dict[str, Value]
 
+
+def never_null(value: Value | None) -> bool:
+    """Whether ``value`` is the exact address of something of this object: a pointer
+    stored as a flag that says "set" (``if (head.next) return; …; head.next = &end;``)."""
+    return value is not None and value.address is not None and value.exact \
+        and not value.page and value.got is None and value.table is None
+
 # Values are built for nearly every instruction that names an address or a number;
 # made from the whole tuple, every field in order, they cost a quarter of what the
 # keyword call does.

@@ -46,6 +46,7 @@ from elfpatch.analysis.effects.walk import (
     constant_value,
     got_value,
     immediate,
+    never_null,
     number,
 )
 from elfpatch.elf.constants import EM_X86_64
@@ -567,7 +568,8 @@ class X86Walk(FunctionWalk):
                 stored = self.state.get(_X86_FAMILY.get(source, ""))
                 key = self.access(located[0], located[1], read=False, write=True,
                                   zero=source == "0", one=source == "1" or (
-                                      stored is not None and stored.constant == 1))
+                                      stored is not None and stored.constant == 1)
+                                  or (source in _X86_QWORD and never_null(stored)))
                 if source in _X86_QWORD:
                     stored = self.state.get(_X86_FAMILY[source])
                     self.stamp(located[0], located[1], stored)
