@@ -419,17 +419,19 @@ class Registration:
 def registrations(initializers: Sequence[AnalysedInitializer]) -> list[Registration]:
     """The registrations that happen, in run order.
 
-    A function-local static's destructor is registered under its guard, by the
-    first initializer whose code reaches it; every later one finds the guard set
-    and registers nothing.  Statics nested in one accessor are so registered by
-    that first initializer alone, inner first (nvJitLink 12.9: 23 TUs reach the
-    same two).
+    Only an object of vague linkage (a function-local static, an inline variable,
+    a class template's static member) has its construction in more than one TU,
+    and each is built under a guard: by the first initializer whose code reaches
+    it, which registers its destructor; every later one finds the guard set and
+    registers nothing.  Statics nested in one accessor are so registered by that
+    first initializer alone, inner first (nvJitLink 12.9: 23 TUs reach the same
+    two).  So an object's destructor counts once, where it is first registered.
     """
     found: list[Registration] = []
     made: set[tuple[str, str | None, int | None]] = set()
     for item in initializers:
         for entry in item.effects.atexit:
-            if entry.guarded and entry.object is not None:
+            if entry.object is not None:
                 key = (entry.object, entry.destructor, entry.destructor_address)
                 if key in made:
                     continue

@@ -147,9 +147,6 @@ class AtExit:
     destructor: str | None  # symbol of the function registered
     # Where the destructor's code is in this object (None: another object's, or unknown).
     destructor_address: int | None = field(default=None, compare=False)
-    # Made while a guard is held (a function-local static's): only the first code to
-    # reach it registers; any later finds the guard set and registers nothing.
-    guarded: bool = field(default=False, compare=False)
 
 
 class KeyedCall(NamedTuple):
@@ -458,9 +455,7 @@ class Collector:
             elif kind == ATEXIT:
                 self.atexit.setdefault((subject.object, subject.destructor
                                         if subject.destructor_address is None
-                                        else subject.destructor_address),
-                                       dataclasses.replace(subject, guarded=True)
-                                       if self.guarded else subject)
+                                        else subject.destructor_address), subject)
             elif kind == ADDRESS:
                 self.addresses.setdefault(subject, None)
             elif kind == HOOK:
