@@ -23,6 +23,7 @@ SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "exit_registrat
 # scenario: its programs whose objects more than one TU registers, or nest, or not
 PROGRAMS = {
     "nested_statics": ("nested", "nested_calls", "lazy_names"),
+    "atexit_function": ("farewell_first", "prefix_first"),
     "inline_constants": ("first", "first_lto", "second_lto"),
     "siof": ("bad_order",),
     "registration": ("tests_first", "registry_first_lto"),

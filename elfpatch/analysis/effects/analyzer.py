@@ -91,6 +91,8 @@ MAX_PARAMETER_SWEEPS = 24
 # map, vector and lock take 210 bytes (dmlc's ``Registry<T>::Get``).  Reading every
 # function of up to 256 bytes instead costs libtorch_cpu.so's ``inits`` 17 % more.
 MAX_ACCESSOR_BYTES = 192
+# libc_nonshared.a's atexit: 17 bytes on x86-64 (with endbr64), 16 on aarch64.
+MAX_ATEXIT_COPY_BYTES = 48
 MAX_BUILDING_ACCESSOR_BYTES = 1024
 # A function passed constants is walked again knowing them (its other paths left
 # out) up to this size.
@@ -139,6 +141,7 @@ class EffectsAnalyzer:
         self._written: dict[int, frozenset[str] | None] = {}
         # (function, constants passed) -> the global it returns
         self._returns: dict[tuple[int, Constants], int | str | None] = {}
+        self._atexit_copies: dict[int, bool] = {}  # ``registers_at_exit``
         # Split-off parts (.cold) -> whether they run straight into a throw (``fails_at``):
         # one error path's tail is shared by many of a function's jumps, and functions.
         self.failing_tails: dict[int, bool] = {}
@@ -558,6 +561,20 @@ class EffectsAnalyzer:
         walked = self.specialised(function, constants) if constants else function
         returned = self._returns[key] = self.summary(walked).returned
         return returned
+
+    def registers_at_exit(self, function: int) -> bool:
+        """Whether the function at ``function`` is a copy of libc's ``atexit``: a few
+        instructions that hand their first argument to ``__cxa_atexit`` with no
+        object (``FunctionSummary.registers_argument``).  A stripped object keeps no
+        name for it; read only when small (cached)."""
+        known = self._atexit_copies.get(function)
+        if known is None:
+            found = self.index.function_at(function)
+            known = self._atexit_copies[function] = \
+                found is not None and 0 < found[1] <= MAX_ATEXIT_COPY_BYTES \
+                and self._walk is not None \
+                and self._analyse(function, parameters=True).registers_argument
+        return known
 
     def registers_written(self, callee: Target) -> frozenset[str] | None:
         """The caller-saved registers a call to ``callee`` may change; None when unknown.

@@ -147,6 +147,9 @@ class AtExit:
     destructor: str | None  # symbol of the function registered
     # Where the destructor's code is in this object (None: another object's, or unknown).
     destructor_address: int | None = field(default=None, compare=False)
+    # A function registered with no object (``atexit(f)``, ``__cxa_atexit(f, NULL, …)``):
+    # it runs at exit and destroys nothing.
+    no_object: bool = field(default=False, compare=False)
 
 
 class KeyedCall(NamedTuple):
@@ -257,6 +260,10 @@ class FunctionSummary:
     # whose pointer every return hands back (None: not one known).
     returned: int | str | None = None
     returns_seen: bool = False
+    # It hands its first argument to __cxa_atexit with no object: a copy of libc's
+    # ``atexit`` (each object links its own, from libc_nonshared.a; unnamed once
+    # stripped).  Its callers register what they pass it.
+    registers_argument: bool = False
     # Whether control may come back to a caller: a return, a jump out (a tail call,
     # or through a register), or a jump into its split-off part (.cold) whose code
     # does not run straight into a throw, an abort or a trap.

@@ -191,6 +191,8 @@ class Analyzer(Protocol):
 
     def returned_global(self, function: int, constants: Constants = ()) -> int | str | None: ...
 
+    def registers_at_exit(self, function: int) -> bool: ...
+
 
 class FunctionWalk:
     """One linear sweep over one function; subclasses decode one instruction set."""
@@ -1035,8 +1037,9 @@ class FunctionWalk:
             self.stretches.ends(DIES)
         if name == "__tls_get_addr" and arguments and arguments[0] is not None:
             self.thread_local(arguments[0])
-        if name in ATEXIT_FUNCTIONS:
-            self.register_atexit(name, arguments + [None] * (2 - len(arguments)))
+        if name in ATEXIT_FUNCTIONS or (name is None and resolved.follow is not None
+                                        and self.analyzer.registers_at_exit(resolved.follow)):
+            self.register_atexit(name or "atexit", arguments + [None] * (2 - len(arguments)))
             return
         if name in HOOK_FUNCTIONS:
             arguments = self.hand_over(HOOK_FUNCTIONS[name], arguments)
@@ -1227,6 +1230,9 @@ class FunctionWalk:
 
     def register_atexit(self, name: str, arguments: list[Value | None]) -> None:
         function, target = arguments[0], arguments[1] if name != "atexit" else None
+        if name == "__cxa_atexit" and function is not None and function.parameter == 0 \
+                and target is not None and target.constant == 0:
+            self.summary.registers_argument = True  # libc's atexit, linked in
         destructor, code = None, None
         if function is not None:
             resolved = self.resolve(function)
@@ -1236,7 +1242,8 @@ class FunctionWalk:
         if target is not None and not target.page:
             found = self.data(target, anchor=True)
             object_name = found[0] if found else None
-        self.events.append((ATEXIT, AtExit(object_name, destructor, code), None, 0))
+        no_object = name == "atexit" or (target is not None and target.constant == 0)
+        self.events.append((ATEXIT, AtExit(object_name, destructor, code, no_object), None, 0))
 
     def traps(self) -> None:
         """A trap (``ud2``, ``brk``): the code ends here, and the process with it."""
