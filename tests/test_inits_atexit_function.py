@@ -55,3 +55,18 @@ def test_an_atexit_function_reading_a_destroyed_string(machine: str, program: st
     # Stripped, each TU is one initializer still, not a merge of one part per call.
     stripped = inits_of(tmp_path / program)
     assert [entry for entry in stripped["initializers"] if "parts" in entry] == []
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_a_static_arrays_cleanup_is_a_destructor(machine: str, tmp_path: Path) -> None:
+    """gcc destroys a static array in a function of its own (``__tcf_0``), registered
+    with ``__cxa_atexit`` and no object: unlike ``farewell()``, it destroys objects."""
+    built = scenario("atexit_function", machine)
+    assert printed(built, "prefix_first_words") == {"main": "done", "farewell_intact": "1"}
+    record = same_when_stripped(machine, built.path("prefix_first_words"), tmp_path)
+    assert errors(record) == []
+    registered = sorted(r["message"].partition(" to run at exit")[0]
+                        for r in risks(record, DESTRUCTOR))
+    assert len(registered) == 2, registered
+    assert registered[0].startswith("prefix.cpp registers ")
+    assert registered[1] == "words.cpp registers __tcf_0 for an object"

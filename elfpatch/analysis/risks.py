@@ -459,9 +459,9 @@ def read_at_exit(initializers: Sequence[AnalysedInitializer],
 def destructor_risks(initializers: Sequence[AnalysedInitializer],
                      read: set[str] | None = None, objects: Objects = NAMES) -> list[Risk]:
     """Every exit-time destructor registration (``read``: globals read at exit).  A
-    function registered with no object (``atexit``) destroys nothing: what it reads
-    at exit is checked (``destruction_order_risks``), but never destroying an object
-    is no cure for it."""
+    function registered with ``atexit`` is no object's destructor: what it reads at
+    exit is checked (``destruction_order_risks``), but never destroying an object is
+    no cure for it."""
     risks = []
     for made in registrations(initializers):
         if made.atexit.no_object:

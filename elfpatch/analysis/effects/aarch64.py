@@ -37,9 +37,11 @@ _A64_CONDITIONAL = frozenset({"cbz", "cbnz", "tbz", "tbnz"} | {
 _A64_STOPS = frozenset({"ret", "retaa", "retab", "brk", "udf", "hlt"})
 # What a function's early return does on its way out: restore registers, set the result.
 _A64_SHORT_EXIT = frozenset({"ldp", "ldr", "mov", "movz", "add", "sub", "nop", "autiasp",
-                             "hint"})
+                             "hint", "subs", "cmp", "eor", "adrp"})
+_A64_LOADS = frozenset({"ldr", "ldur"})  # a load anywhere: no effect on the way out
 _A64_FRAME = re.compile(r"\[(sp|x29)\b")
 _SHORT_EXIT = 12  # instructions
+_FLAG_TEST_REACH = 4  # instructions from a flag's load to its test (``flag_set_path``)
 _A64_NO_DESTINATION = frozenset({"cmp", "cmn", "tst", "ccmp", "ccmn", "fcmp", "fcmpe",
                                  "fccmp", "msr", "nop", "hint", "bti", "dmb", "dsb", "isb",
                                  "paciasp", "autiasp", "pacibsp", "autibsp", "prfm", "sys",
@@ -207,22 +209,40 @@ class Arm64Walk(FunctionWalk):
 
     def flag_set_path(self, first: int) -> int | None:
         """``ldrb w1, [x0, #48]`` then ``cbnz w1, …`` (``cbz``, ``tbnz w1, #0``,
-        ``tbz``): the way taken when the flag is set."""
-        found = self.instructions_at(first, 2)
-        if len(found) != 2 or not found[0][2].startswith("ldr"):
+        ``tbz``): the way taken when the flag is set.  A few instructions that
+        neither branch nor write the flag's register may come between (gcc puts the
+        stack protector's set-up there)."""
+        found = self.instructions_at(first, 1 + _FLAG_TEST_REACH)
+        if len(found) < 2 or not found[0][2].startswith("ldr"):
             return None
-        at, size, mnemonic, operands = found[1]
-        branch = _zero_test(mnemonic, operands)
-        if branch is None or branch[0] != found[0][3].partition(", ")[0]:
-            return None
-        return at + size if branch[2] else branch[1]
+        flag = found[0][3].partition(", ")[0]
+        for at, size, mnemonic, operands in found[1:]:
+            branch = _zero_test(mnemonic, operands)
+            if branch is not None:
+                if branch[0] != flag:
+                    return None
+                return at + size if branch[2] else branch[1]
+            written = self.registers_set(mnemonic, operands)
+            if mnemonic in _A64_CONDITIONAL or mnemonic in _A64_STOPS \
+                    or mnemonic in _A64_CALLS or mnemonic in _A64_JUMPS or written is None \
+                    or _a64_register(flag) in written:
+                return None
+        return None
 
     def returns_at_once(self, address: int) -> bool:
+        """The stack protector's check on the way (the guard loaded through its GOT
+        slot, compared with the frame's copy, a branch into ``__stack_chk_fail``) is
+        no effect: loads write no memory."""
         for _at, _size, mnemonic, operands in self.instructions_at(address, _SHORT_EXIT):
             if mnemonic in ("ret", "retaa", "retab"):
                 return True
-            if mnemonic not in _A64_SHORT_EXIT or ("[" in operands
-                                                   and not _A64_FRAME.search(operands)):
+            if mnemonic in _A64_CONDITIONAL:
+                target = self.branch_target(mnemonic, operands)
+                if target is None or not self.tail_fails(target):
+                    return False
+            elif mnemonic not in _A64_SHORT_EXIT or ("[" in operands
+                                                     and mnemonic not in _A64_LOADS
+                                                     and not _A64_FRAME.search(operands)):
                 return False
         return False
 

@@ -147,8 +147,9 @@ class AtExit:
     destructor: str | None  # symbol of the function registered
     # Where the destructor's code is in this object (None: another object's, or unknown).
     destructor_address: int | None = field(default=None, compare=False)
-    # A function registered with no object (``atexit(f)``, ``__cxa_atexit(f, NULL, …)``):
-    # it runs at exit and destroys nothing.
+    # A function registered with ``atexit``: it runs at exit and is no object's
+    # destructor (gcc's cleanup of a static array, ``__tcf_N``, is registered with
+    # ``__cxa_atexit`` and a null object, and is one).
     no_object: bool = field(default=False, compare=False)
 
 

@@ -108,10 +108,15 @@ State = dict[str, Value]
 
 
 def never_null(value: Value | None) -> bool:
-    """Whether ``value`` is the exact address of something of this object: a pointer
-    stored as a flag that says "set" (``if (head.next) return; …; head.next = &end;``)."""
-    return value is not None and value.address is not None and value.exact \
-        and not value.page and value.got is None and value.table is None
+    """Whether ``value`` is the exact address of something of this object (computed,
+    or loaded from a GOT slot whose symbol it defines): a pointer stored as a flag
+    that says "set" (``if (head.next) return; …; head.next = &end;``)."""
+    if value is None or value.page or value.table is not None or not value.exact:
+        return False
+    if value.got is not None:
+        return value.got.defined and not value.got.weak_undefined \
+            and value.got.symbol is not None
+    return value.address is not None
 
 # Values are built for nearly every instruction that names an address or a number;
 # made from the whole tuple, every field in order, they cost a quarter of what the
@@ -309,8 +314,8 @@ class FunctionWalk:
                 falls = other(address, size, mnemonic, operands)
             if paths is not None:
                 paths.falls(address + size if falls else None)
-            if first < 0 and events:
-                first = address
+            if first < 0 and events and events[-1][0] != ADDRESS:
+                first = address  # the first read or write, not an address taken before
             reached = address + size
             if not sized and not falls and not any(t > address for t in pending):
                 break
@@ -1242,8 +1247,10 @@ class FunctionWalk:
         if target is not None and not target.page:
             found = self.data(target, anchor=True)
             object_name = found[0] if found else None
-        no_object = name == "atexit" or (target is not None and target.constant == 0)
-        self.events.append((ATEXIT, AtExit(object_name, destructor, code, no_object), None, 0))
+        # atexit's functions are the program's own; gcc's cleanups of static arrays
+        # (__tcf_N) are registered with __cxa_atexit and no object, yet destroy some.
+        self.events.append((ATEXIT, AtExit(object_name, destructor, code, name == "atexit"),
+                            None, 0))
 
     def traps(self) -> None:
         """A trap (``ud2``, ``brk``): the code ends here, and the process with it."""
