@@ -123,6 +123,30 @@ def test_a_stretch_entered_only_by_a_branch_never_taken_is_dropped() -> None:
     assert dying(s, 4) == []
 
 
+def test_what_only_a_branch_never_taken_leads_to_is_dropped_too() -> None:
+    """LLVM's ``if (getenv("bar") != (char *)-1) return;`` before a block of calls with
+    branches of its own: every stretch of the block is entered only from the block.
+    A stretch the block shares with live code stays, and so does code with no way in
+    that the sweep sees (a landing pad)."""
+    s = Stretches()
+    s.start(0x1000, 0, True)  # getenv; cmn x0, #1; b.eq block
+    s.never_taken(0x1020)
+    s.start(0x1004, 1, True)  # return
+    s.ends(LIVES)
+    s.start(0x1020, 2, False)  # call; cbz x0, skip
+    s.branch(0x1030)
+    s.start(0x1028, 3, True)  # call
+    s.start(0x1030, 4, True)  # read config; b join
+    s.branch(0x1050)
+    s.start(0x1040, 5, False)  # a landing pad: resume
+    s.ends(LIVES)
+    s.start(0x1050, 6, False)  # join: shared with the live code below
+    s.ends(LIVES)
+    s.start(0x1060, 7, False)  # live code that jumps to the join
+    s.branch(0x1050)
+    assert dying(s, 8) == [(2, 3), (3, 4), (4, 5)]  # the block's three stretches
+
+
 def test_a_call_found_never_to_return_when_composed_kills_its_stretch() -> None:
     """``if (bad) { note = describe(); give_up(); } return``, ``give_up`` this object's
     own code: which of its calls never return is known only once the callees' summaries

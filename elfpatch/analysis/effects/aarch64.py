@@ -503,6 +503,8 @@ class Arm64Walk(FunctionWalk):
 
 
 Arm64Walk.BRANCH_SIZES = frozenset({4})
+Arm64Walk.KEEPS_FLAGS = frozenset({"adrp", "adr", "add", "sub", "mov", "movz", "movk", "ldr",
+                                   "ldur", "ldp", "str", "stur", "stp", "orr", "fmov"})
 Arm64Walk.BRANCH_INITIALS = "bct"  # b, b.cc, cbz, cbnz, tbz, tbnz
 Arm64Walk.STOPS = _A64_STOPS
 Arm64Walk.HANDLERS = {

@@ -40,7 +40,7 @@ into such a call.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from elfpatch.analysis.effects.summary import (
@@ -142,26 +142,26 @@ class Stretches:
         return [self._leads(n, outside_dies, inside) for n in range(len(self.starts))]
 
     def _never_entered(self, inside: Callable[[int], bool]) -> set[int]:
-        """The stretches that start where a branch never taken goes, and that no other
-        stretch, itself entered, falls or branches into."""
-        unentered = {n for n, start in enumerate(self.starts) if n and start in self.never}
-        if not unentered:
-            return unentered
-        comes_from: dict[int, list[int]] = {n: [n - 1] if self.falls_on[n - 1] else []
-                                            for n in unentered}
+        """The stretches that start where a branch never taken goes, and those that only
+        they lead to: what no other stretch, itself entered, falls or branches into
+        (LLVM's ``if (getenv("bar") != (char*)-1) return;`` before the calls that force
+        passes to link: a block of calls that never run, and what follows from it).
+        Code with no way in that the sweep sees (a landing pad, a jump table's case)
+        counts as entered."""
+        never = {n for n, start in enumerate(self.starts) if n and start in self.never}
+        if not never:
+            return never
+        successors: list[list[int]] = [[n + 1] if falls and n + 1 < len(self.starts) else []
+                                       for n, falls in enumerate(self.falls_on)]
         for m, targets in enumerate(self.targets):
             for target in targets:
                 found = bisect_right(self.starts, target) - 1 if inside(target) else -1
-                if found in comes_from:
-                    comes_from[found].append(m)
-        changed = True
-        while changed:
-            changed = False
-            for n in list(unentered):
-                if any(m not in unentered for m in comes_from[n]):
-                    unentered.discard(n)
-                    changed = True
-        return unentered
+                if found >= 0:
+                    successors[m].append(found)
+        entered_by = {n for following in successors for n in following}
+        roots = [n for n in range(len(self.starts))
+                 if n == 0 or (n not in entered_by and n not in never)]
+        return _reached(never, successors) - _reached(roots, successors)
 
     def _leads(self, n: int, outside_dies: Callable[[int], bool],
                inside: Callable[[int], bool]) -> list[int] | None:
@@ -245,3 +245,15 @@ class StretchMap:
         dead = die_back([died or n in failing for n, died in enumerate(self.dead)],
                         self.leads)
         return [events[n] for n in kept_events(events, self.stretch_of, dead)]
+
+
+def _reached(starts: Iterable[int], successors: Sequence[list[int]]) -> set[int]:
+    """The stretches ``starts`` are, and all those they fall or branch into."""
+    reached = set(starts)
+    pending = list(reached)
+    while pending:
+        for following in successors[pending.pop()]:
+            if following not in reached:
+                reached.add(following)
+                pending.append(following)
+    return reached

@@ -210,6 +210,7 @@ class FunctionWalk:
     CALL_WRITES: frozenset[str] = frozenset()  # registers the call instruction itself sets
     STOPS: frozenset[str] = frozenset()  # returns, traps: never fall through
     BRANCH_SIZES: frozenset[int] = frozenset()  # sizes of a conditional branch, in bytes
+    KEEPS_FLAGS: frozenset[str] = frozenset()  # mnemonics that never set the flags
     BRANCH_INITIALS = ""  # the first letters of every direct branch's mnemonic
     # mnemonic -> handler(walk, address of the next instruction, operands)
     HANDLERS: ClassVar[dict[str, Callable[[Any, int, str], bool]]] = {}
@@ -729,9 +730,19 @@ class FunctionWalk:
     def never_taken(self, condition: str, following: int) -> bool:
         """Whether the conditional branch on ``condition`` before ``following`` is never
         taken (``dying``): the branch taken when ``getenv``'s result equals -1 (a
-        string or NULL, it never does), right after the compare."""
-        return condition in _EQUAL and self.minus_one_tested is not None \
-            and following - self.minus_one_tested in self.BRANCH_SIZES
+        string or NULL, it never does), after the compare, with at most a few
+        instructions that set no flags between (gcc -O2 on aarch64 puts an ``adrp``
+        there)."""
+        tested = self.minus_one_tested
+        if condition not in _EQUAL or tested is None or following <= tested:
+            return False
+        if following - tested in self.BRANCH_SIZES:
+            return True
+        between = self.instructions_at(tested, _FLAGS_KEPT_REACH + 1)
+        ends = [n for n, instruction in enumerate(between)
+                if instruction[0] + instruction[1] == following]
+        return bool(ends) and all(instruction[2] in self.KEEPS_FLAGS
+                                  for instruction in between[:ends[0]])
 
     def detour(self, following: int, target: int, acquiring: bool = False) -> bool:
         """A branch on a guard byte forward to a stretch laid out further down that
@@ -1332,6 +1343,8 @@ class FunctionWalk:
                 return False  # the code read ends
 
 
+# Instructions that may come between a compare and its branch (``never_taken``).
+_FLAGS_KEPT_REACH = 3
 # How long a detour may be (``detour``), and how far into it the guard is taken
 # (``acquires_guard_at``: its address loaded into the argument register first).
 _DETOUR_LENGTH = 24

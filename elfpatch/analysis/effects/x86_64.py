@@ -790,6 +790,7 @@ def _displacement(inner: str) -> int | None:
 
 
 X86Walk.BRANCH_SIZES = frozenset({2, 6})  # je rel8, je rel32
+X86Walk.KEEPS_FLAGS = frozenset({"mov", "movabs", "movzx", "movsx", "movsxd", "lea", "nop"})
 X86Walk.BRANCH_INITIALS = "jlbn"  # jmp, jcc, loop, bnd jmp, notrack jmp
 X86Walk.STOPS = _X86_STOPS
 X86Walk.HANDLERS = {
