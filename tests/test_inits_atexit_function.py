@@ -27,6 +27,7 @@ from support.inits import (
     same_when_stripped,
     scenario,
 )
+from support.readelf import readelf_symbols
 
 PREFIX = "_Z10log_prefixB5cxx11"
 # program: (what farewell() sees at exit, the errors)
@@ -70,3 +71,21 @@ def test_a_static_arrays_cleanup_is_a_destructor(machine: str, tmp_path: Path) -
     assert len(registered) == 2, registered
     assert registered[0].startswith("prefix.cpp registers ")
     assert registered[1] == "words.cpp registers __tcf_0 for an object"
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_a_cleanup_loop_from_the_end_reads_its_own_array(machine: str, tmp_path: Path) -> None:
+    """``methods.cpp``'s array of structs with ``std::function`` members, followed in
+    ``.bss`` by ``tail.cpp``'s string: gcc's ``__tcf_0`` starts from the address past
+    the array's end, the string's, and reads each manager below it (aarch64: ``ldur
+    x3, [x19, #-0x10]``).  Those reads are the array's: reading a negative offset as
+    0 charged ``__tcf_0`` with reading the string, destroyed first (torch 2.14.1's
+    aarch64 ``libarm_compute.so``: one false destruction-order error)."""
+    built = scenario("atexit_function", machine)
+    assert printed(built, "methods_then_tail") == {"main": "done", "farewell_intact": "1"}
+    path = built.path("methods_then_tail")
+    symbols = {s.name: s for s in readelf_symbols(path) if s.table == ".symtab"}
+    array, tail = symbols["_ZN12_GLOBAL__N_17methodsE"], symbols["_Z9tail_nameB5cxx11"]
+    assert array.value + array.size == tail.value  # what makes the test: the layout
+    record = same_when_stripped(machine, path, tmp_path)
+    assert errors(record) == []

@@ -81,6 +81,15 @@ def _stores_zero(operands: str) -> bool:
     return all(register in ("wzr", "xzr") for register in stored)
 
 
+def _offset(text: str) -> int | None:
+    """A memory operand's immediate offset, negative ones too (``ldur x3, [x19, #-0x10]``:
+    a loop that destroys an array from its end reads below the address past it)."""
+    if text[:1] == "-":
+        found = immediate(text[1:])
+        return -found if found is not None else None
+    return immediate(text)
+
+
 def _a64_register(name: str) -> str | None:
     """x0/w0 -> x0; fp/lr -> x29/x30; sp, zr and vector registers are not tracked."""
     if name in ("fp", "lr"):
@@ -432,7 +441,7 @@ class Arm64Walk(FunctionWalk):
         read_write = mnemonic.startswith(_A64_READ_WRITE)
         loads = mnemonic.startswith("ld") or read_write
         if base is not None:
-            offset = immediate((match.group(2) or "0").lstrip("#"))
+            offset = _offset((match.group(2) or "0").lstrip("#"))
             self.located(mnemonic, operands, base, offset, registers, loads, read_write)
         elif loads:
             self.kill(registers)
