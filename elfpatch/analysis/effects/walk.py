@@ -959,9 +959,11 @@ class FunctionWalk:
             if found is None:
                 return None
             subject, defined = found
-            if offset and value.exact and subject[0] == BARE:
+            if offset and value.exact and not value.page and subject[0] == BARE:
                 # A member reached from a pointer the code computed: that pointer is
-                # where an object starts, in a file without symbols to say so.
+                # where an object starts, in a file without symbols to say so.  An
+                # aarch64 page (adrp) plus the load's low bits is no such pointer: the
+                # page's start is where the 4 KiB happen to begin.
                 base = self.data(value, anchor=True)
                 if base is not None:
                     self.events.append((ADDRESS, base[0], None, 0))
