@@ -17,6 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from elfpatch.fixtures import build
 from support.inits import (
     DESTRUCTOR,
     MACHINES,
@@ -26,6 +27,7 @@ from support.inits import (
     risks,
     same_when_stripped,
     scenario,
+    strip_unneeded,
 )
 from support.readelf import readelf_symbols
 
@@ -88,4 +90,32 @@ def test_a_cleanup_loop_from_the_end_reads_its_own_array(machine: str, tmp_path:
     array, tail = symbols["_ZN12_GLOBAL__N_17methodsE"], symbols["_Z9tail_nameB5cxx11"]
     assert array.value + array.size == tail.value  # what makes the test: the layout
     record = same_when_stripped(machine, path, tmp_path)
+    assert errors(record) == []
+
+
+def _chain_of_small_functions(length: int) -> str:
+    """An initializer that calls the first of ``length`` small functions, each calling
+    the next: none of them is libc's ``atexit``."""
+    lines = ["int chain_end = 0;"]
+    lines.append(f"__attribute__((noinline)) int link{length}(int x) {{ return x + chain_end; }}")
+    for n in range(length - 1, -1, -1):
+        lines.append(f"__attribute__((noinline)) static int link{n}(int x) "
+                     f"{{ return link{n + 1}(x + 1) + 1; }}")
+    lines.append("int chained = link0(1);")
+    lines.append('int main() { return chained > 0 ? 0 : 1; }')
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_a_long_chain_of_small_functions_is_no_atexit_copy(machine: str,
+                                                             tmp_path: Path) -> None:
+    """Each small function without a name that a sweep meets is looked at as a possible
+    copy of ``atexit``; the look must not follow its calls in turn (onnxruntime 1.32:
+    a ``RecursionError``, an internal error, once its library was stripped of names)."""
+    from support.inits import toolchain
+
+    program = build.build_executable({"chain.cpp": _chain_of_small_functions(400)}, "chain",
+                                     ("-O2", "-fno-optimize-sibling-calls"),
+                                     toolchain=toolchain(machine))
+    record = inits_of(strip_unneeded(machine, program, tmp_path))
     assert errors(record) == []

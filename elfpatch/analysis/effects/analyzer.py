@@ -569,12 +569,33 @@ class EffectsAnalyzer:
         name for it; read only when small (cached)."""
         known = self._atexit_copies.get(function)
         if known is None:
-            found = self.index.function_at(function)
-            known = self._atexit_copies[function] = \
-                found is not None and 0 < found[1] <= MAX_ATEXIT_COPY_BYTES \
-                and self._walk is not None \
+            self._atexit_copies[function] = False  # a recursive call meets "no"
+            known = self._atexit_copies[function] = self._jumps_to_cxa_atexit(function) \
                 and self._analyse(function, parameters=True).registers_argument
         return known
+
+    def _jumps_to_cxa_atexit(self, function: int) -> bool:
+        """Whether the small function at ``function`` ends in a jump to
+        ``__cxa_atexit`` and calls nothing on the way (a quick look, before a sweep
+        that would otherwise follow the calls of every small function it meets)."""
+        found = self.index.function_at(function)
+        if found is None or not 0 < found[1] <= MAX_ATEXIT_COPY_BYTES or self._walk is None:
+            return False
+        code = self.index.code_at(function, found[1])
+        if code is None:
+            return False
+        walk = self._walk
+        try:
+            for _at, _length, mnemonic, operands in decode_in_chunks(
+                    self.disassembler, bytes(code), function):
+                transfer = walk.control_transfer(mnemonic, operands)
+                if transfer is not None:
+                    is_call, target = transfer
+                    return not is_call and target is not None \
+                        and self.code_target(target).name == "__cxa_atexit"
+        except self._decode_errors:
+            return False
+        return False
 
     def registers_written(self, callee: Target) -> frozenset[str] | None:
         """The caller-saved registers a call to ``callee`` may change; None when unknown.
