@@ -119,6 +119,10 @@ class Objects:
     guards: frozenset[str] = frozenset()
     # Pointers code sets where it finds them still null (``set_on_first_use``).
     set_later: frozenset[str] = frozenset()
+    # The source file of a local object or function at an address (None: not known),
+    # from the symbol table's STT_FILE entries (``init_order._SourceFiles``).
+    source_file: Callable[[int], str | None] = field(default=lambda _address: None,
+                                                     compare=False)
 
     def label(self, key: str) -> str:
         if key[:1] == POINTEE:
@@ -141,6 +145,20 @@ class Objects:
 
     def is_guard(self, key: str) -> bool:
         return key in self.guards or self.label(key).startswith("_ZGV")
+
+    def defined_apart(self, key: str, item: AnalysedInitializer) -> bool:
+        """Whether the object ``key`` is a local one of another source file than the
+        initializer ``item``'s, both known: then ``item`` does not build it, whatever
+        it writes there.  A TU's initializer builds its own objects only, and another
+        TU cannot name a local one: what it writes there goes through a function of
+        the object's file (``absl::SetMinLogLevel`` storing into a constant-initialized
+        ``min_log_level``: an update, not a construction).  Code of several TUs
+        merged into one initializer (-flto) is not judged so."""
+        address = self.address(key)
+        if address is None or item.address is None or item.part is not None or item.inline:
+            return False
+        defined, running = self.source_file(address), self.source_file(item.address)
+        return defined is not None and running is not None and defined != running
 
 
 NAMES = Objects()  # globals known by name alone (tests, other objects of a closure)
@@ -328,6 +346,8 @@ def order_risks(initializers: Sequence[AnalysedInitializer],
                     risks.append(_inline_risk(item, symbol, objects))
                 continue
             builder = built.get(symbol)
+            if builder is not None and objects.defined_apart(symbol, initializers[builder]):
+                builder = _builder_of_its_file(symbol, initializers, claims, objects)
             if builder is None:
                 continue  # built by no initializer: constant- or zero-initialized
             constructor = initializers[builder]
@@ -343,6 +363,16 @@ def order_risks(initializers: Sequence[AnalysedInitializer],
                                      via=via(item.address, symbol),
                                      zeroes=symbol not in constructor.effects.changed))
     return risks
+
+
+def _builder_of_its_file(symbol: str, initializers: Sequence[AnalysedInitializer],
+                         claims: Sequence[Claims], objects: Objects) -> int | None:
+    """The first initializer that builds ``symbol`` and is not of another source file
+    than the object (``Objects.defined_apart``); None: no initializer does."""
+    surely = [n for n, claim in enumerate(claims) if symbol in claim[1]]
+    maybe = [n for n, claim in enumerate(claims) if symbol in claim[0]]
+    return next((n for n in (*surely, *maybe)
+                 if not objects.defined_apart(symbol, initializers[n])), None)
 
 
 def _order_risk(reader: AnalysedInitializer, constructor: AnalysedInitializer, symbol: str,

@@ -218,6 +218,42 @@ class SymbolTable:
                       C.st_type(info), C.st_visibility(fields["other"]), fields["shndx"])
 
 
+# What a compiler names in STT_FILE for a translation unit of its own (gcc -flto's
+# partitions carry an empty name; an object file or a crt file names no source).
+_SOURCE_FILE = re.compile(r".+\.(c|cc|cpp|cxx|c\+\+|C|cu|m|mm)")
+
+
+def local_source_files(table: SymbolTable) -> dict[int, str]:
+    """Address -> the source file of each local object and function of ``table``.
+
+    A linker keeps each input file's local symbols together, after the STT_FILE
+    entry that names its source: what follows a file's entry, up to the next one,
+    is that file's.  Only files named as sources count, and an address two files
+    define is left out.
+    """
+    files = table.indices_with(bindings=(C.STB_LOCAL,), types=(C.STT_FILE,))
+    if not files:
+        return {}
+    locals_ = table.indices_with(bindings=(C.STB_LOCAL,), types=(C.STT_OBJECT, C.STT_FUNC))
+    names = [table.name(index) for index in files]
+    values = table.values
+    found: dict[int, str] = {}
+    clashes: set[int] = set()
+    current, name = -1, None
+    for index in locals_:
+        while current + 1 < len(files) and files[current + 1] < index:
+            current += 1
+            name = names[current] if _SOURCE_FILE.fullmatch(names[current]) else None
+        if name is None:
+            continue
+        address = values[index]
+        if found.setdefault(address, name) != name:
+            clashes.add(address)
+    for address in clashes:
+        del found[address]
+    return found
+
+
 def read_symtab(elf: ElfFile) -> SymbolTable | None:
     """The static symbol table (.symtab), or None when stripped."""
     sections = elf.sections_of_type(C.SHT_SYMTAB)
