@@ -218,6 +218,12 @@ class CorpusAnalyzer(EffectsAnalyzer):
     def returned_global(self, function: int, constants: tuple = ()) -> int | str | None:
         return None
 
+    def returned_constant(self, function: int) -> int | None:
+        return None
+
+    def registers_at_exit(self, function: int) -> bool:
+        return False
+
 
 def replay(row: Row) -> FunctionSummary:
     analyzer = CorpusAnalyzer(ReplayElf(row), ReplayIndex(row))

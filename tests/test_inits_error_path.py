@@ -8,7 +8,9 @@ reads ``config_name`` (itself, and through a call) and aborts, in place.
 ``never.cpp``'s initializer reads it only where ``getenv`` returned -1,
 which it never does; ``force.cpp``'s (LLVM's way of forcing passes to link)
 returns at once unless it did, before a block of calls with branches of its
-own, one of which reads it.  ``reader.cpp`` really reads ``config_name`` early.
+own, one of which reads it; ``always.cpp``'s (LLVM's newer way) returns at
+once when a function that always returns true says so.  ``reader.cpp``
+really reads ``config_name`` early.
 
 The oracles are what each build prints (``reader_seen=0`` where the read
 came first; ``early_value=42``, ``early_validated=22`` and
@@ -16,8 +18,8 @@ came first; ``early_value=42``, ``early_validated=22`` and
 which stops at the first read of another TU's global while initializing:
 ``reader.cpp``'s, after ``early.cpp``'s and ``never.cpp``'s initializers
 have run without touching it.  ``inits`` must charge ``early.cpp``,
-``never.cpp`` and ``force.cpp`` with nothing and report ``reader.cpp`` exactly where the
-program shows the bug, stripped or not.
+``never.cpp``, ``force.cpp`` and ``always.cpp`` with nothing and report
+``reader.cpp`` exactly where the program shows the bug, stripped or not.
 """
 
 from __future__ import annotations
@@ -55,9 +57,11 @@ def test_only_the_real_read_is_reported(machine: str, program: str) -> None:
     path = built.path(program)
     found = risks(inits_of(path), *ORDER_KINDS)
     charged_only_the_reader(path, found, output, "_Z11config_nameB5cxx11")
-    if not program.endswith("_lto"):  # force.cpp's block of calls never runs either
-        force = tu_initializer(path, "force")
-        assert not [r for r in found if r["reader_address"] == force], found
+    if not program.endswith("_lto"):  # the blocks of force.cpp and always.cpp never run
+        for fragment in ("force", "non_foldable_always_true"):
+            initializer = tu_initializer(path, fragment)
+            assert initializer is not None
+            assert not [r for r in found if r["reader_address"] == initializer], found
     if not program.endswith("_lto"):  # reader.cpp alone, an error or a warning
         assert len(found) == 1, found
 

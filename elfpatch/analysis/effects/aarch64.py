@@ -303,6 +303,8 @@ class Arm64Walk(FunctionWalk):
         if mnemonic in _A64_CONDITIONAL:
             if mnemonic[0] != "b":  # cbz w0, …: a compare of w0 with 0
                 self.tests(operands.partition(", ")[0])
+                if self.paths is None:
+                    self.zero_tested_by_branch(mnemonic, operands, address)
             target = immediate(operands.rpartition("#")[2])
             if target is not None:
                 return self.conditional(self.condition_of(mnemonic, operands),
@@ -314,6 +316,18 @@ class Arm64Walk(FunctionWalk):
                              immediate(other.lstrip("#")), 32 if register[:1] == "w" else 64)
             else:
                 self.tests(register)
+                if immediate(other.lstrip("#")) == 0:
+                    self.tested_against_zero(_a64_register(register), address + size)
+        elif mnemonic == "tst" and self.paths is None:  # tst w0, #0xff: a bool's test
+            register, _, mask = operands.partition(", ")
+            value = self.state.get(_a64_register(register) or "")
+            bits = immediate(mask.lstrip("#"))
+            if value is not None and value.constant is not None and bits is not None \
+                    and value.constant & bits:
+                self.never_equal = address + size
+        elif mnemonic == "cset" and operands.endswith((", ne", ", eq")):
+            register, _, condition = operands.partition(", ")
+            self.set_on_condition(_a64_register(register), condition == "eq", address)
         elif mnemonic == "cmn":  # cmn x0, #1: a compare with -1
             register, _, other = operands.partition(", ")
             if immediate(other.lstrip("#")) == 1:
@@ -327,6 +341,21 @@ class Arm64Walk(FunctionWalk):
                 self.set(_a64_register(destination), None)
         return True
 
+    def zero_tested_by_branch(self, mnemonic: str, operands: str, at: int) -> None:
+        """``cbz w0, …`` (or ``tbz w0, #0, …``) at ``at``, in a walk that does not decide:
+        the branch is taken when w0 (its bit) is zero, never when it holds a number
+        known not to be (``tested_against_zero``, ``condition_of``)."""
+        register, _, rest = operands.partition(", ")
+        value = self.state.get(_a64_register(register) or "")
+        if value is None or value.constant is None:
+            return
+        if mnemonic == "cbz" and value.constant:
+            self.never_equal = at
+        elif mnemonic == "tbz":
+            bit = immediate(rest.partition(", ")[0].lstrip("#"))
+            if bit is not None and value.constant >> bit & 1:
+                self.never_equal = at
+
     def tests(self, register: str) -> None:
         """The function compares ``register``: an argument's, if it is x0-x7."""
         if register[:1] in "xw" and register[1:] in _A64_ARGUMENT_NUMBERS:
@@ -338,8 +367,9 @@ class Arm64Walk(FunctionWalk):
         a walk that decides; None for what is not decided (tbz, tbnz)."""
         if mnemonic.startswith("b."):
             return mnemonic[2:]
-        if self.paths is None:
-            return None
+        if self.paths is None:  # taken when zero: never, where a number is known not to be
+            return "eq" if mnemonic in ("cbz", "tbz") and self.never_equal is not None \
+                else None
         if mnemonic not in ("cbz", "cbnz"):
             return None
         register = operands.partition(", ")[0]

@@ -93,6 +93,9 @@ MAX_PARAMETER_SWEEPS = 24
 MAX_ACCESSOR_BYTES = 192
 # libc_nonshared.a's atexit: 17 bytes on x86-64 (with endbr64), 16 on aarch64.
 MAX_ATEXIT_COPY_BYTES = 48
+# LLVM's getNonFoldableAlwaysTrue (``return getenv("bar") != (char *)-1;``): 28 bytes on
+# x86-64 with a frame pointer.
+MAX_CONSTANT_FUNCTION_BYTES = 64
 MAX_BUILDING_ACCESSOR_BYTES = 1024
 # A function passed constants is walked again knowing them (its other paths left
 # out) up to this size.
@@ -142,6 +145,8 @@ class EffectsAnalyzer:
         # (function, constants passed) -> the global it returns
         self._returns: dict[tuple[int, Constants], int | str | None] = {}
         self._atexit_copies: dict[int, bool] = {}  # ``registers_at_exit``
+        self._constants: dict[int, int | None] = {}  # ``returned_constant``
+        self._reading_constant = False
         # Split-off parts (.cold) -> whether they run straight into a throw (``fails_at``):
         # one error path's tail is shared by many of a function's jumps, and functions.
         self.failing_tails: dict[int, bool] = {}
@@ -561,6 +566,30 @@ class EffectsAnalyzer:
         walked = self.specialised(function, constants) if constants else function
         returned = self._returns[key] = self.summary(walked).returned
         return returned
+
+    def returned_constant(self, function: int) -> int | None:
+        """The number the small function at ``function`` always returns, when every
+        return of it is seen to hand back the same one (None: not known).  Only
+        functions of up to ``MAX_CONSTANT_FUNCTION_BYTES`` are read for it, and only
+        for this, their calls not followed (cached)."""
+        if function in self._constants:
+            return self._constants[function]
+        if self._reading_constant:  # what its own calls return is not looked for
+            return None
+        self._constants[function] = None
+        found = self.index.function_at(function)
+        if found is None or not 0 < found[1] <= MAX_CONSTANT_FUNCTION_BYTES \
+                or self._walk is None:
+            return None
+        self._reading_constant = True
+        try:
+            summary = self._analyse(function)
+        finally:
+            self._reading_constant = False
+        number = summary.returned_constant if summary.complete and summary.may_return \
+            else None
+        self._constants[function] = number
+        return number
 
     def registers_at_exit(self, function: int) -> bool:
         """Whether the function at ``function`` is a copy of libc's ``atexit``: a few

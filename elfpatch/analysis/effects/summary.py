@@ -261,6 +261,10 @@ class FunctionSummary:
     # whose pointer every return hands back (None: not one known).
     returned: int | str | None = None
     returns_seen: bool = False
+    # The number every return hands back (None: not one known), and how many returns
+    # were seen for it.
+    returned_constant: int | None = None
+    constant_returns: int = 0
     # It hands its first argument to __cxa_atexit with no object: a copy of libc's
     # ``atexit`` (each object links its own, from libc_nonshared.a; unnamed once
     # stripped).  Its callers register what they pass it.
@@ -292,6 +296,14 @@ class FunctionSummary:
             self.returned, self.returns_seen = returned, True
         elif returned != self.returned:
             self.returned = None
+
+    def note_constant(self, number: int | None) -> None:
+        """The number a return hands back (None: not one known); after ``note_return``."""
+        if self.constant_returns == 0:
+            self.returned_constant = number
+        elif number != self.returned_constant:
+            self.returned_constant = None
+        self.constant_returns += 1
 
     def stop(self, reason: StopReason) -> None:
         self.stopped[reason] = None

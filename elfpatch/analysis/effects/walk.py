@@ -198,6 +198,8 @@ class Analyzer(Protocol):
 
     def registers_at_exit(self, function: int) -> bool: ...
 
+    def returned_constant(self, function: int) -> int | None: ...
+
 
 class FunctionWalk:
     """One linear sweep over one function; subclasses decode one instruction set."""
@@ -251,7 +253,7 @@ class FunctionWalk:
         # Its stretches of straight code, to drop what those that die touch (``dying``).
         self.stretches = Stretches()
         # Where a compare of an import's result with -1 ends (``never_taken``).
-        self.minus_one_tested: int | None = None
+        self.never_equal: int | None = None  # where a compare never found equal ends
 
     @staticmethod
     def may_return_address(code: bytes) -> bool:
@@ -725,15 +727,34 @@ class FunctionWalk:
         the register holds what an import that never returns -1 returned."""
         value = self.state.get(register) if register is not None else None
         if value is not None and value.returned_by in NEVER_MINUS_ONE:
-            self.minus_one_tested = following
+            self.never_equal = following
+
+    def tested_against_zero(self, register: str | None, following: int) -> None:
+        """A test of ``register`` against zero that ends at ``following``: remembered
+        when the register holds a number known not to be zero (what a function of
+        this object always returns: LLVM's ``if (getNonFoldableAlwaysTrue()) return;``
+        before the calls that force passes to link)."""
+        value = self.state.get(register) if register is not None else None
+        if value is not None and value.constant:
+            self.never_equal = following
+
+    def set_on_condition(self, register: str | None, equal: bool, at: int) -> None:
+        """``setne al``/``sete al`` (aarch64 ``cset w0, ne``/``eq``) at ``at``: the
+        register holds 1 or 0 when the compare just before is known never to find
+        its operands equal (``never_equal``); unknown otherwise."""
+        if register is None:
+            return
+        self.set(register, constant_value(0 if equal else 1) if self.never_equal == at
+                 else None)
 
     def never_taken(self, condition: str, following: int) -> bool:
         """Whether the conditional branch on ``condition`` before ``following`` is never
         taken (``dying``): the branch taken when ``getenv``'s result equals -1 (a
-        string or NULL, it never does), after the compare, with at most a few
+        string or NULL, it never does), or when a number known not to be zero is
+        (``tested_against_zero``), after the compare, with at most a few
         instructions that set no flags between (gcc -O2 on aarch64 puts an ``adrp``
         there)."""
-        tested = self.minus_one_tested
+        tested = self.never_equal
         if condition not in _EQUAL or tested is None or following <= tested:
             return False
         if following - tested in self.BRANCH_SIZES:
@@ -1128,6 +1149,10 @@ class FunctionWalk:
         if returned is not None and self.RESULT is not None:
             self.set(self.RESULT, pointee_value(returned) if isinstance(returned, str)
                      else address_value(returned))
+            return
+        number = self.analyzer.returned_constant(function) if not constants else None
+        if number is not None and self.RESULT is not None:
+            self.set(self.RESULT, constant_value(number))
 
     def returns(self) -> None:
         """A return: what the result register holds, if it is a global's address, or the
@@ -1141,6 +1166,7 @@ class FunctionWalk:
         known = value is not None and value.exact and not value.page and value.got is None \
             and value.parameter is None and value.table is None and value.address
         self.summary.note_return(value.address if known and value is not None else None)
+        self.summary.note_constant(value.constant if value is not None else None)
 
     def forget_clobbered(self, callee: Target | None) -> None:
         """Forget the caller-saved registers the callee may change.

@@ -300,15 +300,21 @@ class X86Walk(FunctionWalk):
             self.traps()  # a return has a handler of its own
             return False
         if mnemonic in _X86_COMPARES:
-            if mnemonic == "cmp" and operands.endswith(", -1"):
-                register = operands.partition(", ")[0]
+            register, _, other = operands.partition(", ")
+            if mnemonic == "cmp" and other == "-1":
                 self.compared_to_minus_one(_X86_FAMILY.get(register), address + size)
+            elif (mnemonic == "test" and other == register) \
+                    or (mnemonic == "cmp" and other == "0"):
+                self.tested_against_zero(_X86_FAMILY.get(register), address + size)
             if self.paths is not None:
                 self.compare_operands(mnemonic, operands, address + size)
             else:
                 self.summary.tests_arguments |= _X86_ARGUMENT_BITS.get(
                     operands.partition(", ")[0], 0)
         elif mnemonic == "xor" and self.zeroes(operands):
+            return True
+        elif mnemonic in ("sete", "setne") and operands in _X86_FAMILY:
+            self.set_on_condition(_X86_FAMILY[operands], mnemonic == "sete", address)
             return True
         if " " in mnemonic:  # prefixes: rep, lock, bnd, notrack
             prefix, _, bare = mnemonic.rpartition(" ")
