@@ -303,12 +303,13 @@ class Arm64Walk(FunctionWalk):
         if mnemonic in _A64_CONDITIONAL:
             if mnemonic[0] != "b":  # cbz w0, …: a compare of w0 with 0
                 self.tests(operands.partition(", ")[0])
-                if self.paths is None:
-                    self.zero_tested_by_branch(mnemonic, operands, address)
             target = immediate(operands.rpartition("#")[2])
             if target is not None:
-                return self.conditional(self.condition_of(mnemonic, operands),
-                                        address + size, target)
+                condition = self.condition_of(mnemonic, operands)
+                if self.paths is None and mnemonic in ("cbz", "tbz") \
+                        and self.never_zero(mnemonic, operands):
+                    self.never_equal, condition = address, "eq"  # never taken
+                return self.conditional(condition, address + size, target)
         elif mnemonic == "cmp":
             register, _, other = operands.partition(", ")
             if self.paths is not None:
@@ -341,20 +342,17 @@ class Arm64Walk(FunctionWalk):
                 self.set(_a64_register(destination), None)
         return True
 
-    def zero_tested_by_branch(self, mnemonic: str, operands: str, at: int) -> None:
-        """``cbz w0, …`` (or ``tbz w0, #0, …``) at ``at``, in a walk that does not decide:
-        the branch is taken when w0 (its bit) is zero, never when it holds a number
-        known not to be (``tested_against_zero``, ``condition_of``)."""
+    def never_zero(self, mnemonic: str, operands: str) -> bool:
+        """Whether ``cbz w0, …`` (or ``tbz w0, #0, …``), taken when w0 (its bit) is zero,
+        tests a register that holds a number known not to be (``tested_against_zero``)."""
         register, _, rest = operands.partition(", ")
         value = self.state.get(_a64_register(register) or "")
         if value is None or value.constant is None:
-            return
-        if mnemonic == "cbz" and value.constant:
-            self.never_equal = at
-        elif mnemonic == "tbz":
-            bit = immediate(rest.partition(", ")[0].lstrip("#"))
-            if bit is not None and value.constant >> bit & 1:
-                self.never_equal = at
+            return False
+        if mnemonic == "cbz":
+            return value.constant != 0
+        bit = immediate(rest.partition(", ")[0].lstrip("#"))
+        return bit is not None and bool(value.constant >> bit & 1)
 
     def tests(self, register: str) -> None:
         """The function compares ``register``: an argument's, if it is x0-x7."""
@@ -367,9 +365,8 @@ class Arm64Walk(FunctionWalk):
         a walk that decides; None for what is not decided (tbz, tbnz)."""
         if mnemonic.startswith("b."):
             return mnemonic[2:]
-        if self.paths is None:  # taken when zero: never, where a number is known not to be
-            return "eq" if mnemonic in ("cbz", "tbz") and self.never_equal is not None \
-                else None
+        if self.paths is None:
+            return None
         if mnemonic not in ("cbz", "cbnz"):
             return None
         register = operands.partition(", ")[0]
