@@ -75,18 +75,16 @@ def build(source: str, output: Path, *flags: str) -> Path:
     return output
 
 
-def registered(path: Path, run: bool, scratch: Path) -> list[int]:
+def registered(path: Path, shim: Path, host: Path | None, scratch: Path) -> list[int]:
     """Offsets in ``path`` of the objects a real process registers destructors for, in
-    the order it registers them."""
-    shim = build(SHIM_SOURCE, scratch / "shim.so", "-shared", "-fPIC")
+    the order it registers them: ``path`` run (``host`` None) or opened by ``host``,
+    with ``shim`` preloaded."""
     log = scratch / "registrations.log"
     environment = dict(os.environ, LD_PRELOAD=str(shim), EXIT_REGISTRATIONS_LOG=str(log),
                        LD_LIBRARY_PATH=os.pathsep.join(
                            [str(path.resolve().parent), os.environ.get("LD_LIBRARY_PATH", "")]))
-    if run:
-        command = [str(path.resolve())]
-    else:
-        command = [str(build(HOST_SOURCE, scratch / "host")), str(path.resolve())]
+    command = [str(host)] if host is not None else []
+    command.append(str(path.resolve()))
     log.write_text("")
     # A program runs in its own folder, where a plugin host finds its plugins.
     result = subprocess.run(command, env=environment, capture_output=True, text=True,
@@ -114,9 +112,8 @@ def reported(path: Path) -> list[int | None]:
             if risk["kind"] == "exit-time-destructor"]
 
 
-def compare(path: Path, run: bool) -> dict[str, int]:
-    with tempfile.TemporaryDirectory() as scratch:
-        at_run_time = registered(path, run, Path(scratch))
+def compare(path: Path, shim: Path, host: Path | None, scratch: Path) -> dict[str, int]:
+    at_run_time = registered(path, shim, host, scratch)
     listed = reported(path)
     objects = Counter(address for address in listed if address is not None)
     real = set(at_run_time)
@@ -138,17 +135,23 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="run each path as a program instead of opening it with dlopen")
     parser.add_argument("--json", action="store_true", help="one JSON object per path")
     arguments = parser.parse_args(argv)
-    for path in arguments.paths:
-        found = compare(path, arguments.run)
-        if arguments.json:
-            print(json.dumps({"path": str(path), **found}))
-            continue
-        print(f"{path}: at run time {found['at_run_time']}; elfpatch {found['elfpatch']} "
-              f"({found['elfpatch_objects']} objects, {found['without_address']} without an "
-              f"address, counted twice {found['counted_twice']}); "
-              f"not at run time {found['not_at_run_time']}; not found {found['not_found']}")
+    with tempfile.TemporaryDirectory() as folder:
+        scratch = Path(folder)
+        shim = build(SHIM_SOURCE, scratch / "shim.so", "-shared", "-fPIC")
+        host = None if arguments.run else build(HOST_SOURCE, scratch / "host")
+        for path in arguments.paths:
+            report(path, compare(path, shim, host, scratch), arguments.json)
     return 0
 
+
+def report(path: Path, found: dict[str, int], as_json: bool) -> None:
+    if as_json:
+        print(json.dumps({"path": str(path), **found}))
+        return
+    print(f"{path}: at run time {found['at_run_time']}; elfpatch {found['elfpatch']} "
+          f"({found['elfpatch_objects']} objects, {found['without_address']} without an "
+          f"address, counted twice {found['counted_twice']}); "
+          f"not at run time {found['not_at_run_time']}; not found {found['not_found']}")
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -261,10 +261,8 @@ class FunctionSummary:
     # whose pointer every return hands back (None: not one known).
     returned: int | str | None = None
     returns_seen: bool = False
-    # The number every return hands back (None: not one known), and how many returns
-    # were seen for it.
+    # The number every return hands back (None: not one known).
     returned_constant: int | None = None
-    constant_returns: int = 0
     # It hands its first argument to __cxa_atexit with no object: a copy of libc's
     # ``atexit`` (each object links its own, from libc_nonshared.a; unnamed once
     # stripped).  Its callers register what they pass it.
@@ -298,12 +296,12 @@ class FunctionSummary:
             self.returned = None
 
     def note_constant(self, number: int | None) -> None:
-        """The number a return hands back (None: not one known); after ``note_return``."""
-        if self.constant_returns == 0:
+        """The number a return hands back (None: not one known); before ``note_return``
+        notes that return, for every return."""
+        if not self.returns_seen:
             self.returned_constant = number
         elif number != self.returned_constant:
             self.returned_constant = None
-        self.constant_returns += 1
 
     def stop(self, reason: StopReason) -> None:
         self.stopped[reason] = None

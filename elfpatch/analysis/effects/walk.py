@@ -252,8 +252,9 @@ class FunctionWalk:
         self.backward: list[tuple[int, int]] | None = None
         # Its stretches of straight code, to drop what those that die touch (``dying``).
         self.stretches = Stretches()
-        # Where a compare of an import's result with -1 ends (``never_taken``).
-        self.never_equal: int | None = None  # where a compare never found equal ends
+        # Where a compare that never finds its operands equal ends (``never_taken``):
+        # an import's result with -1, a number known not to be zero with zero.
+        self.never_equal: int | None = None
 
     @staticmethod
     def may_return_address(code: bytes) -> bool:
@@ -1160,13 +1161,13 @@ class FunctionWalk:
         self.stretches.ends(LIVES)
         self.summary.may_return = True
         value = self.state.get(self.RESULT) if self.RESULT is not None else None
+        self.summary.note_constant(value.constant if value is not None else None)
         if value is not None and value.pointee is not None and value.exact:
             self.summary.note_return(value.pointee)
             return
         known = value is not None and value.exact and not value.page and value.got is None \
             and value.parameter is None and value.table is None and value.address
         self.summary.note_return(value.address if known and value is not None else None)
-        self.summary.note_constant(value.constant if value is not None else None)
 
     def forget_clobbered(self, callee: Target | None) -> None:
         """Forget the caller-saved registers the callee may change.
@@ -1302,7 +1303,8 @@ class FunctionWalk:
             self.summary.stop_here(StopReason.INDIRECT_JUMP)  # an indirect jump we cannot resolve
         elif target.address != 0:  # 0: a null weak reference, tested before the jump
             self.call(target)
-        self.summary.note_return(None)  # returns what another function returns
+        self.summary.note_constant(None)  # returns what another function returns
+        self.summary.note_return(None)
         self.summary.may_return = True
         self.state = {}
         return False
