@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from support.inits import MACHINES, ORDER_KINDS, inits_of, printed, risks, scenario, strip_unneeded
 
-from elfpatch.analysis.effects.names import argument_registers
+from elfpatch.analysis.effects.names import argument_registers, format_arguments
 from elfpatch.cxx.names import parameter_types
 
 PROGRAMS = ["stored_first", "stored_last", "stored_first_lto"]
@@ -82,3 +82,13 @@ def test_c_functions_of_one_prototype_take_their_registers(name: str, registers:
     """A pointer left in ``rcx`` across the stack protector's failure call (nvJitLink's
     ``cl::opt`` constructors) is not passed to it."""
     assert argument_registers(name) == registers
+
+
+@pytest.mark.parametrize(("text", "arguments"), [
+    ("call %d by %p", 2), ("100%%", 0), ("%%d %ld", 1), ("%*.*s and %s", 4),
+    ("%-8s|%08.3f|%lu\n", 3), ("%1$d %1$d", None)])
+def test_a_formats_conversions_are_its_arguments(text: str, arguments: int | None) -> None:
+    """A printf-family call takes one argument per conversion after its format (``*``
+    one more); a register past them holds what gcc left there (aarch64's ``x5``
+    holding a flag's page across ``snprintf``), passed to nobody."""
+    assert format_arguments(text) == arguments

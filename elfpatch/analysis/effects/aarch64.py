@@ -25,7 +25,13 @@ from __future__ import annotations
 import re
 
 from elfpatch.analysis.effects.summary import READ
-from elfpatch.analysis.effects.walk import FunctionWalk, Value, immediate, never_null
+from elfpatch.analysis.effects.walk import (
+    FlagTest,
+    FunctionWalk,
+    Value,
+    immediate,
+    never_null,
+)
 from elfpatch.elf.constants import EM_AARCH64
 
 MACHINE = EM_AARCH64
@@ -41,7 +47,7 @@ _A64_SHORT_EXIT = frozenset({"ldp", "ldr", "mov", "movz", "add", "sub", "nop", "
 _A64_LOADS = frozenset({"ldr", "ldur"})  # a load anywhere: no effect on the way out
 _A64_FRAME = re.compile(r"\[(sp|x29)\b")
 _SHORT_EXIT = 12  # instructions
-_FLAG_TEST_REACH = 4  # instructions from a flag's load to its test (``flag_set_path``)
+_FLAG_TEST_REACH = 4  # instructions from a flag's load to its test (``flag_paths``)
 _A64_NO_DESTINATION = frozenset({"cmp", "cmn", "tst", "ccmp", "ccmn", "fcmp", "fcmpe",
                                  "fccmp", "msr", "nop", "hint", "bti", "dmb", "dsb", "isb",
                                  "paciasp", "autiasp", "pacibsp", "autibsp", "prfm", "sys",
@@ -216,9 +222,9 @@ class Arm64Walk(FunctionWalk):
                 return False
         return False
 
-    def flag_set_path(self, first: int) -> int | None:
+    def flag_paths(self, first: int) -> FlagTest | None:
         """``ldrb w1, [x0, #48]`` then ``cbnz w1, …`` (``cbz``, ``tbnz w1, #0``,
-        ``tbz``): the way taken when the flag is set.  A few instructions that
+        ``tbz``): the ways taken when the flag is set and when not.  A few instructions that
         neither branch nor write the flag's register may come between (gcc puts the
         stack protector's set-up there)."""
         found = self.instructions_at(first, 1 + _FLAG_TEST_REACH)
@@ -230,7 +236,10 @@ class Arm64Walk(FunctionWalk):
             if branch is not None:
                 if branch[0] != flag:
                     return None
-                return at + size if branch[2] else branch[1]
+                pointer = mnemonic in ("cbz", "cbnz") and flag.startswith("x")
+                if branch[2]:
+                    return FlagTest(at + size, branch[1], pointer)
+                return FlagTest(branch[1], at + size, pointer)
             written = self.registers_set(mnemonic, operands)
             if mnemonic in _A64_CONDITIONAL or mnemonic in _A64_STOPS \
                     or mnemonic in _A64_CALLS or mnemonic in _A64_JUMPS or written is None \

@@ -39,7 +39,7 @@ into such a call.
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -151,6 +151,45 @@ class Stretches:
         never = {n for n, start in enumerate(self.starts) if n and start in self.never}
         if not never:
             return never
+        successors = self._successors(inside)
+        entered_by = {n for following in successors for n in following}
+        roots = [n for n in range(len(self.starts))
+                 if n == 0 or (n not in entered_by and n not in never)]
+        return _reached(never, successors) - _reached(roots, successors)
+
+    def run_only_after(self, entry: int, inside: Callable[[int], bool],
+                       may_enter: Callable[[int], bool]) -> set[int] | None:
+        """The stretch that starts at ``entry`` and those that only code run after it
+        falls or branches into: a block that runs, when it runs, as a whole (``if
+        (!ready) { …; ready = &x; }``, laid out below and left by a jump back).
+        None where no stretch starts at ``entry`` or a stretch that ``may_enter``
+        refuses leads into it.  What only a jump the sweep cannot follow enters (a
+        jump table's case) is left out, and so is what enters nothing that runs
+        (alignment padding falling into the block)."""
+        first = bisect_left(self.starts, entry)
+        if first == len(self.starts) or self.starts[first] != entry:
+            return None
+        successors = self._successors(inside)
+        runs = _reached([0], successors)
+        if first not in runs:
+            return None
+        comes_from: dict[int, set[int]] = {}
+        for m in runs:
+            for n in successors[m]:
+                comes_from.setdefault(n, set()).add(m)
+        if not all(may_enter(m) for m in comes_from.get(first, ())):
+            return None
+        block = {first}
+        pending = [first]
+        while pending:
+            for n in successors[pending.pop()]:
+                if n not in block and comes_from[n] <= block:
+                    block.add(n)
+                    pending.append(n)
+        return block
+
+    def _successors(self, inside: Callable[[int], bool]) -> list[list[int]]:
+        """The stretches each stretch falls or branches into, within the function."""
         successors: list[list[int]] = [[n + 1] if falls and n + 1 < len(self.starts) else []
                                        for n, falls in enumerate(self.falls_on)]
         for m, targets in enumerate(self.targets):
@@ -158,10 +197,7 @@ class Stretches:
                 found = bisect_right(self.starts, target) - 1 if inside(target) else -1
                 if found >= 0:
                     successors[m].append(found)
-        entered_by = {n for following in successors for n in following}
-        roots = [n for n in range(len(self.starts))
-                 if n == 0 or (n not in entered_by and n not in never)]
-        return _reached(never, successors) - _reached(roots, successors)
+        return successors
 
     def _leads(self, n: int, outside_dies: Callable[[int], bool],
                inside: Callable[[int], bool]) -> list[int] | None:

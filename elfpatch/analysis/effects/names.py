@@ -124,6 +124,32 @@ def c_pointer_use(symbol: str | None, position: int) -> int | None:
     return uses[position] if uses is not None and 0 <= position < len(uses) else None
 
 
+# The printf family: where the format is among the arguments.  Those after it are one
+# per conversion the format holds (``format_arguments``); a register past them holds
+# whatever was left there (an address gcc kept for its own use), passed to nobody.
+FORMAT_POSITIONS = {
+    "printf": 0, "fprintf": 1, "dprintf": 1, "sprintf": 1, "snprintf": 2, "asprintf": 1,
+    "__printf_chk": 1, "__fprintf_chk": 2, "__sprintf_chk": 3, "__snprintf_chk": 4,
+}
+_FORMAT_FLAGS = frozenset("0123456789.-+ #'*hlLqjzt")
+
+
+def format_arguments(text: str) -> int | None:
+    """How many arguments a printf format's conversions take (a ``*`` width or
+    precision one more each); None for a format that numbers them (``%1$d``)."""
+    if "$" in text:
+        return None
+    count, at = 0, text.find("%")
+    while at >= 0:
+        end = at + 1
+        while end < len(text) and text[end] in _FORMAT_FLAGS:
+            end += 1
+        if text[at + 1:end + 1] != "%":
+            count += 1 + text.count("*", at, end)
+        at = text.find("%", end + 1)
+    return count
+
+
 @lru_cache(maxsize=1 << 14)
 def argument_registers(symbol: str) -> int | None:
     """The most integer argument registers a call to the C++ function ``symbol`` can

@@ -30,12 +30,14 @@ from elfpatch.analysis.effects.dying import DIES, LIVES, Stretches, StretchMap, 
 from elfpatch.analysis.effects.names import (
     ALLOCATORS,
     ATEXIT_FUNCTIONS,
+    FORMAT_POSITIONS,
     GUARD_FUNCTIONS,
     HOOK_FUNCTIONS,
     IOS_INIT_CONSTRUCTORS,
     NEVER_MINUS_ONE,
     argument_registers,
     c_pointer_use,
+    format_arguments,
     is_constructor,
     never_returns,
 )
@@ -171,6 +173,14 @@ class Target(NamedTuple):
     name: str | None
     follow: int | None  # address of this object's code to follow
     external: bool  # called through the PLT/GOT
+
+
+class FlagTest(NamedTuple):
+    """Where the code goes on a flag's test against zero (``flag_paths``)."""
+
+    set: int  # when the flag is set
+    unset: int  # when it is zero
+    pointer: bool  # the test is of a whole 64-bit word (a pointer), not of a byte or bit
 
 
 class Analyzer(Protocol):
@@ -334,9 +344,7 @@ class FunctionWalk:
         if sized and paths is None and (pending or self.rejoined):
             self.tails_again()
         if events:
-            inserted = self.guard_by_flag(first)
-            if inserted is not None:
-                stretch_of.insert(inserted, -1)
+            self.guard_by_flag(first, stretch_of)
         self.map_stretches(stretch_of, leads, dead)
         return self.summary
 
@@ -437,33 +445,70 @@ class FunctionWalk:
                 return at >= ahead
         return False
 
-    def guard_by_flag(self, first: int) -> int | None:
-        """A hand-made once-only guard: the function first tests a global flag, returns
-        at once when it is set, and sets it to 1 itself (``if (done) return; …;
-        done = true;``).  All it does then happens on its first call only, like a
-        function-local static's construction between ``__cxa_guard_acquire`` and
-        release: it is marked as guarded by the flag, and what it builds is built
-        on first use by whichever caller comes first.  ``first``: where the
-        instruction that reads the flag is.  Where the guard's event went in, if it
-        did."""
+    def guard_by_flag(self, first: int, stretch_of: list[int]) -> None:
+        """A hand-made once-only guard: the function first tests a global flag and
+        sets it itself, never back to zero (``done = true``, or a pointer set to an
+        address).  What it does while the flag is not set happens on its first call
+        only, like a function-local static's construction between
+        ``__cxa_guard_acquire`` and release: it is marked as guarded by the flag, and
+        what it builds is built on first use by whichever caller comes first.  Two
+        shapes: the function returns at once when the flag is set (``if (done)
+        return; …; done = true;``: all that follows the test is guarded), or only a
+        block runs while it is not (``if (!ready) { …; ready = &x; }``, then code
+        that runs on every call).  ``first``: where the instruction that reads the
+        flag is; ``stretch_of``: each event's stretch, kept in step."""
         events = self.events
         # The flag's read, after the address of the object it may be a member of
         # (a file without symbols): both at the one instruction.
         read = next((n for n, event in enumerate(events) if event[0] != ADDRESS), None)
         if read is None or events[read][0] != READ or type(events[read][1]) is not str:
-            return None
+            return
         flag = events[read][1]
         touches = [event for event in events[read + 1:]
                    if event[1] == flag and event[0] != GUARD_BYTE]
-        if not touches or any(kind != WRITE or position != ONE_STORE
+        if not touches or any(kind not in (READ, WRITE) or (kind == WRITE and position
+                                                             != ONE_STORE)
                               for kind, _flag, _callee, position in touches):
-            return None
-        set_path = self.flag_set_path(first)
-        if set_path is None or not self.returns_at_once(set_path):
-            return None
-        events.insert(read + 1, (GUARD, True, flag, 0))
-        events.append((GUARD, False, flag, 0))
-        return read + 1
+            return
+        test = self.flag_paths(first)
+        if test is None:
+            return
+        if self.returns_at_once(test.set):
+            if all(touch[0] == WRITE for touch in touches):
+                events.insert(read + 1, (GUARD, True, flag, 0))
+                stretch_of.insert(read + 1, -1)
+                events.append((GUARD, False, flag, 0))
+        elif test.pointer and any(touch[0] == WRITE for touch in touches):
+            # Only a pointer: a byte tested and set to 1 in a block is also how gcc
+            # guards an inline variable's construction, which each TU makes where its
+            # code reaches it (``detour``), in the function that reads it.
+            self.guard_block(flag, test.unset, stretch_of)
+
+    def guard_block(self, flag: str, entry: int, stretch_of: list[int]) -> None:
+        """The events of the block that runs only while ``flag`` is not set (entered
+        at ``entry``, only from where the flag is read), bracketed by the flag's
+        guard when the block sets the flag itself."""
+        events = self.events
+        reads_flag = {stretch_of[n] for n, event in enumerate(events[:len(stretch_of)])
+                      if event[0] == READ and event[1] == flag}
+        block = self.stretches.run_only_after(entry, self.inside, reads_flag.__contains__)
+        if block is None:
+            return
+        inside = [n for n, stretch in enumerate(stretch_of) if stretch in block]
+        if not any(events[n][:2] == (WRITE, flag) and events[n][3] == ONE_STORE
+                   for n in inside):
+            return
+        runs: list[list[int]] = []  # [first, last] event index of each run of the block's
+        for n in inside:
+            if runs and runs[-1][1] == n - 1:
+                runs[-1][1] = n
+            else:
+                runs.append([n, n])
+        for low, high in reversed(runs):
+            events.insert(high + 1, (GUARD, False, flag, 0))
+            stretch_of.insert(high + 1, -1)
+            events.insert(low, (GUARD, True, flag, 0))
+            stretch_of.insert(low, -1)
 
     def built_later(self, following: int) -> int | None:
         """Where the code that builds a function-local static starts, when
@@ -483,10 +528,10 @@ class FunctionWalk:
         jne``); None for anything else (an instruction set that does not say)."""
         return None
 
-    def flag_set_path(self, first: int) -> int | None:
+    def flag_paths(self, first: int) -> FlagTest | None:
         """Where the code goes when the flag the instruction at ``first`` reads is set,
-        when the next instructions test it against zero and branch; None for anything
-        else (an instruction set that does not say)."""
+        and where when it is not, when the next instructions test it against zero
+        and branch; None for anything else (an instruction set that does not say)."""
         return None
 
     def returns_at_once(self, address: int) -> bool:
@@ -1138,8 +1183,25 @@ class FunctionWalk:
 
     def arguments_taken(self, callee: Target | None) -> int | None:
         """How many argument registers the callee can read (None: all of them)."""
-        return argument_registers(callee.name) if callee is not None and callee.name \
+        if callee is None or not callee.name:
+            return None
+        position = FORMAT_POSITIONS.get(callee.name.partition("@")[0])
+        if position is not None:
+            return self.formatted_arguments(position)
+        return argument_registers(callee.name)
+
+    def formatted_arguments(self, position: int) -> int | None:
+        """How many arguments a call of the printf family passes, from its format (a
+        string constant in the register at ``position``); None when not known."""
+        value = self.state.get(self.ARGUMENTS[position]) if position < len(self.ARGUMENTS) \
             else None
+        if value is None or not value.exact or value.address is None or value.page:
+            return None
+        key = self.index.constant_key(value.address)
+        if key is None or not key.startswith("string:"):
+            return None
+        count = format_arguments(key[len("string:"):])
+        return position + 1 + count if count is not None else None
 
     def result_of(self, function: int, constants: Constants = ()) -> None:
         """The result register after calling a function of this object that always

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, TypeVar
 from elfpatch.analysis.effects.summary import Constants
 from elfpatch.analysis.effects.walk import (
     Analyzer,
+    FlagTest,
     FunctionWalk,
     Value,
     address_value,
@@ -125,6 +126,15 @@ _X86_STRING_OPERAND = re.compile(r"\[[re][sd]i\]")
 # How many instructions into the way taken when a guard byte is zero gcc sets it (it
 # loads the arguments of the construction around the store).
 _GUARD_SET_REACH = 6
+# How many instructions that leave the flags alone may come between a flag's
+# ``cmp`` and its branch (``flag_paths``).
+_FLAG_TEST_REACH = 2
+_KEEPS_FLAGS = frozenset({"lea", "mov", "movzx", "movsxd", "movabs"})
+
+
+def _keeps_flags_and_memory(mnemonic: str, operands: str) -> bool:
+    """Whether the instruction sets a register alone, the flags untouched."""
+    return mnemonic in _KEEPS_FLAGS and "[" not in operands.partition(", ")[0]
 
 
 def _rip_byte(at: int, size: int, operands: str) -> int | None:
@@ -220,29 +230,37 @@ class X86Walk(FunctionWalk):
                 return None
         return None
 
-    def flag_set_path(self, first: int) -> int | None:
+    def flag_paths(self, first: int) -> FlagTest | None:
         """``cmp byte ptr [flag], 0`` or ``movzx eax, byte ptr [flag]`` and ``test al,
-        al``, then ``je``/``jne``: the way taken when the flag is set."""
-        read, *following = self.instructions_at(first, 3) or [(0, 0, "", "")]
+        al``, then ``je``/``jne``: the ways taken when the flag is set and when not.
+        After a ``cmp``, gcc may put a ``lea`` or a move into a register (neither
+        sets the flags) before the branch."""
+        read, *following = self.instructions_at(first, 1 + _FLAG_TEST_REACH) \
+            or [(0, 0, "", "")]
         if not following:
             return None
         mnemonic, operands = read[2:]
         if mnemonic == "cmp" and operands.endswith(", 0"):
-            branch = following[0]
-        elif mnemonic in ("movzx", "mov") and len(following) == 2 \
+            branch = next((instruction for instruction in following
+                           if not _keeps_flags_and_memory(*instruction[2:])), following[-1])
+            pointer = operands.startswith("qword ptr")
+        elif mnemonic in ("movzx", "mov") and len(following) >= 2 \
                 and following[0][2] == "test":
             register = operands.partition(", ")[0]
             low = _X86_LOW_BYTE.get(register, register)
             if following[0][3] not in (f"{register}, {register}", f"{low}, {low}"):
                 return None
             branch = following[1]
+            pointer = register in _X86_QWORD and following[0][3] == f"{register}, {register}"
         else:
             return None
         at, size, jump, target_text = branch
         target = immediate(target_text)
         if target is None or jump not in ("je", "jne"):
             return None
-        return at + size if jump == "je" else target
+        if jump == "je":
+            return FlagTest(at + size, target, pointer)
+        return FlagTest(target, at + size, pointer)
 
     def returns_at_once(self, address: int) -> bool:
         """The stack protector's check on the way (a frame slot against ``fs:[0x28]``,
@@ -575,7 +593,9 @@ class X86Walk(FunctionWalk):
                 key = self.access(located[0], located[1], read=False, write=True,
                                   zero=source == "0", one=source == "1" or (
                                       stored is not None and stored.constant == 1)
-                                  or (source in _X86_QWORD and never_null(stored)))
+                                  or (source in _X86_QWORD and never_null(stored))
+                                  or (self.absolute and destination.startswith("qword")
+                                      and never_null(self.source_value(source))))
                 if source in _X86_QWORD:
                     stored = self.state.get(_X86_FAMILY[source])
                     self.stamp(located[0], located[1], stored)
