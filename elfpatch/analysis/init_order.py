@@ -175,7 +175,8 @@ def analyse_object_fully(elf: ElfFile, path: str, member: str | None = None,
     initializers = tuple(named.get(e, e) for e in listing.initializers)
     calls = _Calls(analyzer, keys)
     risks = order_risks(analysed, objects, calls) \
-        + destruction_order_risks(analysed, exit_code, objects, calls) \
+        + destruction_order_risks(analysed, exit_code, objects, calls,
+                                  lambda code: not analyzer.parameter_use(code, 0)) \
         + destructor_risks(analysed, read, objects) + early_lookups(analysed, objects, calls)
     report = ObjectReport(path, member, listing.machine, listing.elf_type, soname,
                           initializers, listing.finalizers, tuple(risks),
@@ -253,7 +254,7 @@ def _placed(analysed: list[AnalysedInitializer], exit_code: dict[int, Effects],
                for key in (*effects.writes, *effects.passed, *(p[0] for p in effects.pending),
                            *(r.object for r in effects.atexit if r.object))}
     destroyed = {r.object for effects in every for r in effects.atexit if r.object}
-    keys = object_keys(groups, written, destroyed, alone)
+    keys = object_keys(groups, written, destroyed, alone, _apart(every, exit_code))
     if not keys:
         return analysed, exit_code, hooks, keys
     keys = with_pointees(keys, alone)
@@ -261,6 +262,29 @@ def _placed(analysed: list[AnalysedInitializer], exit_code: dict[int, Effects],
              for item in analysed],
             {address: rekeyed(effects, keys) for address, effects in exit_code.items()},
             [rekeyed(effects, keys) for effects in hooks], keys)
+
+
+def _apart(every: Sequence[Effects], exit_code: Mapping[int, Effects]) -> dict[int, set[int]]:
+    """Bare addresses -> the objects they are no member of: one destructor registered
+    for several objects (a nifty counter's init objects, each of one byte) reaches
+    each through its parameter, so what its code touches at a fixed address (the
+    count, the log it flushes) is a global of its own, whichever lies next to
+    them."""
+    registered: dict[int, set[int]] = {}
+    for effects in every:
+        for entry in effects.atexit:
+            if entry.object and entry.object[:1] in (BARE, ANCHOR) \
+                    and entry.destructor_address is not None:
+                registered.setdefault(entry.destructor_address, set()).add(
+                    int(entry.object[1:], 16))
+    apart: dict[int, set[int]] = {}
+    for code, objects in registered.items():
+        shared = exit_code.get(code)
+        if len(objects) > 1 and shared is not None:
+            for key in effects_keys(shared):
+                if key[:1] in (BARE, ANCHOR):
+                    apart.setdefault(int(key[1:], 16), set()).update(objects)
+    return apart
 
 
 class _Calls:

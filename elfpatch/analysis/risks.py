@@ -522,8 +522,13 @@ def _destructor_name(atexit: AtExit) -> str:
 
 def destruction_order_risks(initializers: Sequence[AnalysedInitializer],
                             exit_code: Mapping[int, Effects],
-                            objects: Objects = NAMES, via: Via = no_via) -> list[Risk]:
-    """Destructors that read a global whose destructor, registered later, ran first."""
+                            objects: Objects = NAMES, via: Via = no_via,
+                            leaves_object: Callable[[int], bool] = lambda code: False,
+                            ) -> list[Risk]:
+    """Destructors that read a global whose destructor, registered later, ran first.
+    ``leaves_object``: whether the function at an address, registered for an object,
+    never touches it (a nifty counter's init object: an empty class whose destructor
+    only counts down), so that its bytes are as they were once it has run."""
     order = registrations(initializers)
     destroyed_at = {r.atexit.object: k for k, r in enumerate(order) if r.atexit.object}
     risks = []
@@ -535,6 +540,9 @@ def destruction_order_risks(initializers: Sequence[AnalysedInitializer],
         for symbol in effects.reads:
             later = destroyed_at.get(symbol)
             if later is None or later <= position or symbol == registration.atexit.object:
+                continue
+            code_run = order[later].atexit.destructor_address
+            if code_run is not None and leaves_object(code_run):
                 continue
             risks.append(_destruction_risk(registration, order[later], symbol, objects,
                                            symbol in effects.assumed, via(code, symbol)))

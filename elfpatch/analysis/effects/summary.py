@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import dataclasses
 from bisect import bisect_right
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from operator import itemgetter
+from types import MappingProxyType
 from typing import Any, NamedTuple, Protocol
 
 from elfpatch.base.text_enum import TextEnum
@@ -683,13 +684,19 @@ MEMBER_REACH = 64
 # How far a member only ever read, with nothing else to go by, is (a string's size
 # and buffer: 8 and 16).
 READ_MEMBER_REACH = 32
+# Both instruction sets analysed are 64-bit: a pointer member lies a multiple of this
+# past its object's start.
+POINTER_SIZE = 8
 
 
 def object_keys(groups: Iterable[Iterable[str]], written: Iterable[str] = (),
-                destroyed: Iterable[str] = (), alone: Iterable[str] = ()) -> dict[str, str]:
+                destroyed: Iterable[str] = (), alone: Iterable[str] = (),
+                apart: Mapping[int, Collection[int]] = MappingProxyType({}),
+                ) -> dict[str, str]:
     """Bare addresses of a file without symbols (``@0x…``, ``^0x…``), each placed in an
     object.  ``groups``: the keys each function touches (``Effects.groups``);
-    ``alone``: keys to place that no group need hold.
+    ``alone``: keys to place that no group need hold; ``apart``: addresses known to be
+    no member of the objects that start at the addresses given for them.
 
     An address belongs to the object starting at the nearest address at or below
     it that code takes as a pointer (within ``MEMBER_REACH``) only if some one
@@ -710,6 +717,11 @@ def object_keys(groups: Iterable[Iterable[str]], written: Iterable[str] = (),
     only repeat a finding, taking two for one invents them.  Other keys are left
     out (unchanged).
 
+    An address the code reads a pointer from and dereferences is no member of an
+    object it lies a number of bytes past that is no multiple of a pointer's
+    size: a pointer member is aligned within its object (a nifty counter's
+    one-byte init object at an odd address, a pointer global 23 bytes past it).
+
     Worked on the whole table at once (a big stripped library has 100,000 such
     keys): one sorted list of the anchors, and the groups consulted only for the
     few addresses that fall just past one.
@@ -720,8 +732,10 @@ def object_keys(groups: Iterable[Iterable[str]], written: Iterable[str] = (),
     # what lies below (a guard byte just past the string it guards).
     singles: set[int] = set()
     spans: dict[int, int] = {}  # where a vector register was stored -> how many bytes
+    pointers: set[int] = set()  # addresses read as pointers and dereferenced
     for keys in groups:
         marked.append([key for key in keys if key[:1] in _MARKS])
+        pointers.update(_dereferenced(keys))
         stored.append(frozenset(int(key[1:], 16) for key in keys if key[:1] == STORED))
         singles.update(int(key[1:], 16) for key in keys if key[:1] == SINGLE)
         for key in keys:
@@ -730,7 +744,9 @@ def object_keys(groups: Iterable[Iterable[str]], written: Iterable[str] = (),
                 start = int(at, 16)
                 spans[start] = max(spans.get(start, 0), int(width))
     found = dict.fromkeys(key for keys in marked for key in keys)
+    alone = list(alone)
     found.update(dict.fromkeys(key for key in alone if key[:1] in _MARKS))
+    pointers.update(_dereferenced(alone))
     addresses = {key: int(key[1:], 16) for key in found}
     # Each group's addresses, worked out once for both uses below.
     pieces = [frozenset(map(addresses.__getitem__, keys)) for keys in marked]
@@ -742,7 +758,9 @@ def object_keys(groups: Iterable[Iterable[str]], written: Iterable[str] = (),
     # Only an address just past a start needs the groups that hold it.
     near = [(key, address, start) for (key, address), start
             in zip(addresses.items(), starts, strict=True)
-            if start != address and start not in singles and address not in singles]
+            if start != address and start not in singles and address not in singles
+            and not (address in pointers and (address - start) % POINTER_SIZE)
+            and start not in apart.get(address, ())]
     wanted = {address for _key, address, _start in near}
     by_address = _groups_holding(wanted, pieces)
     stored_by = _groups_storing(wanted, marked, addresses, stored)
@@ -761,6 +779,13 @@ def object_keys(groups: Iterable[Iterable[str]], written: Iterable[str] = (),
     if spans:
         _place_in_spans(placed, addresses, spans, singles)
     return placed
+
+
+def _dereferenced(keys: Iterable[str]) -> Iterator[int]:
+    """The bare addresses of ``keys`` that code reads a pointer from and follows
+    (``*@0x…``)."""
+    return (int(key[2:], 16) for key in keys
+            if key[:1] == POINTEE and key[1:2] in _MARKS)
 
 
 def with_pointees(keys: dict[str, str], candidates: Iterable[str]) -> dict[str, str]:
