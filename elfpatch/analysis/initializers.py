@@ -369,6 +369,12 @@ def _is_sentinel(location: ArrayLocation, slot: ArraySlot) -> bool:
 
 
 def list_initializers(elf: ElfFile, path: str, member: str | None = None) -> ObjectInits:
+    if elf.header.type == C.ET_REL:
+        # A relocatable object (.o) is never loaded nor run: its .init_array slots
+        # hold zeros until the link fills them in, and what they name runs in the
+        # order of the program or library it is linked into (PySide6's wheels ship
+        # some).  It lists none of its own.
+        return ObjectInits(path, member, elf.header.machine_name, elf.header.type_name, (), ())
     slots = _slots_by_kind(elf)
     init, fini = elf.dynamic_value(C.DT_INIT), elf.dynamic_value(C.DT_FINI)
     addresses = [s.target for group in slots.values() for s in group if s.target is not None]

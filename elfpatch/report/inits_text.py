@@ -16,6 +16,7 @@ from elfpatch.analysis.init_order import ClosurePhase, Coverage, InitsResult, Ob
 from elfpatch.analysis.initializers import InitializerEntry, InitializerPart, demangle_label
 from elfpatch.analysis.risks import Risk, RiskKind, Severity
 from elfpatch.cxx.demangle import demangle
+from elfpatch.elf.constants import ELF_TYPE_NAMES, ET_REL
 from elfpatch.report.style import Styler, plural
 
 # Without -v: this many other warnings, units of exit-time destructors, objects per unit.
@@ -88,6 +89,10 @@ def _part_line(part: InitializerPart) -> str:
 def _render_object(report: ObjectReport, style: Styler, verbose: bool) -> str:
     where = f"{report.path}:{report.member}" if report.member else report.path
     lines = [style(f"{where}  ({report.machine}, {report.elf_type})", "head")]
+    if report.elf_type == ELF_TYPE_NAMES[ET_REL]:
+        lines.append(style("  a relocatable object (.o): never run as it is; its initializers "
+                           "run in the order of what it is linked into", "dim"))
+        return "\n".join(lines)
     lines.append(f"  {plural(len(report.initializers), 'initializer')}, in run order:")
     for n, entry in enumerate(report.initializers, 1):
         lines.append(_entry_line(n, entry))
