@@ -713,6 +713,10 @@ def object_keys(groups: Iterable[Iterable[str]], written: Iterable[str] = (),
     (``written``: the keys any code writes or builds) is read only, as a member
     read apart from the rest is (a string's size at +8, its constructor being
     another library's code): it joins the object within ``READ_MEMBER_REACH``.
+    An address only read past the last store the object's builder makes before
+    it goes on to the next object it takes the address of is not joined either
+    (open3d's initializers build rows of 16-byte objects; another reads what
+    lies between two of them).
     Any other address is an object of its own: splitting one object in two can
     only repeat a finding, taking two for one invents them.  Other keys are left
     out (unchanged).
@@ -765,6 +769,8 @@ def object_keys(groups: Iterable[Iterable[str]], written: Iterable[str] = (),
     by_address = _groups_holding(wanted, pieces)
     stored_by = _groups_storing(wanted, marked, addresses, stored)
     reach = _builders_reach({start for _key, _address, start in near}, pieces, stored)
+    built = _built_extents({start for _key, _address, start in near}, marked, addresses,
+                           stored)
     changed = {addresses[key] if key in addresses else int(key[1:], 16)
                for key in written if key[:1] in _MARKS}
     # Each address an object of its own (made in C), then those just past a start that
@@ -774,7 +780,8 @@ def object_keys(groups: Iterable[Iterable[str]], written: Iterable[str] = (),
         together = any(start in piece for piece in by_address.get(address, ())) \
             and all(start in piece for piece in stored_by.get(address, ())) \
             and reach.get(start, address) >= address
-        if together or not (address in changed or address - start >= READ_MEMBER_REACH):
+        if together or not (address in changed or address - start >= READ_MEMBER_REACH
+                            or built.get(start, address) < address):
             placed[key] = f"{start:#x}"
     if spans:
         _place_in_spans(placed, addresses, spans, singles)
@@ -864,6 +871,27 @@ def _builders_reach(wanted: set[int], pieces: list[frozenset[int]],
             for start in hit:
                 reach[start] = max(reach.get(start, highest), highest)
     return reach
+
+
+def _built_extents(wanted: set[int], marked: list[list[str]], addresses: dict[str, int],
+                   stored: list[frozenset[int]]) -> dict[int, int]:
+    """Each of the ``wanted`` starts that some group stores to -> the highest address
+    such a group stores to at or past it before the next address the group takes
+    as a pointer: where the object's builder stops before it builds the next one
+    (one initializer building a row of 16-byte objects skips what lies between
+    two of them)."""
+    extents: dict[int, int] = {}
+    for keys, stores in zip(marked, stored, strict=True):
+        hit = stores & wanted
+        if not hit:
+            continue
+        taken = sorted({addresses[key] for key in keys if key[0] == ANCHOR})
+        for start in hit:
+            k = bisect_right(taken, start)
+            limit = taken[k] if k < len(taken) else None
+            top = max(a for a in stores if a >= start and (limit is None or a < limit))
+            extents[start] = max(extents.get(start, top), top)
+    return extents
 
 
 def _object_starts(anchors: list[int], marked: list[list[str]], pieces: list[frozenset[int]],
