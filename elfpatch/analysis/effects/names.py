@@ -54,6 +54,13 @@ _THROW_HELPER = re.compile(r"__cxa_(throw|rethrow|bad_)|_ZSt\d+__throw_")
 # ``_noabort`` variants, under -fsanitize-recover, return).
 _SANITIZER_STOP = re.compile(r"__asan_report_(load|store)(\d+|_n)$|__ubsan_handle_\w+_abort$"
                              r"|__ubsan_handle_(builtin_unreachable|missing_return)$")
+# Logging libraries' fatal messages: the destructor prints the message and ends the
+# process (a failed CHECK), and the library declares so: glog's (shipped as a library
+# of its own, and when linked in still called through the PLT), its ``Fail``, and
+# abseil's.  What the code does on the way there is no finding.
+_FATAL_MESSAGE = re.compile(r"(_ZN6google15LogMessageFatalD[12]Ev|_ZN6google10LogMessage4FailEv"
+                            r"|_ZN4absl\w*12log_internal(15LogMessageFatal|22LogMessageQuietlyFatal)"
+                            r"D[12]Ev)(@.*)?$")
 # gcc's name for the body of std::thread's state object: the thread's function.
 _THREAD_BODY = re.compile(r"^_ZNSt6thread11_State_impl.*E6_M_runEv$")
 
@@ -187,7 +194,8 @@ def never_returns(name: str | None) -> bool:
     """Whether a function of this name never returns to its caller (it throws or ends
     the process, as a sanitizer's report does)."""
     return name is not None and (name in NEVER_RETURN or bool(_THROW_HELPER.match(name))
-                                 or bool(_SANITIZER_STOP.match(name)))
+                                 or bool(_SANITIZER_STOP.match(name))
+                                 or bool(_FATAL_MESSAGE.match(name)))
 
 
 def is_constructor(symbol: str) -> bool:

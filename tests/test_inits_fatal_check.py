@@ -1,0 +1,29 @@
+"""A CHECK whose failure message reads a global another TU builds later
+(``fixtures/fatal_check``).
+
+glog's ``LogMessageFatal`` destructor ends the process; glog ships it in a
+library of its own, so nothing in the checking library's code says the
+failure path dies, and a read made there counted: a false init-order error
+(PaddlePaddle 3.3's ``libpaddle.so``: 63 link-order warnings through such
+paths).  The oracle is what the program prints; ``inits`` must report no
+order risk, stripped or not, on both machines.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from support.inits import MACHINES, order_risks_when_stripped, printed, scenario
+from support.readelf import readelf_symbols
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_the_failure_path_of_a_check_is_no_finding(machine: str, tmp_path: Path) -> None:
+    built = scenario("fatal_check", machine)
+    assert printed(built, "check_first") == {"level": "3"}
+    library = built.path("libcheck.so")
+    # What the test is about: the failure path laid out in the function itself.
+    names = {s.name for s in readelf_symbols(library) if s.table == ".symtab"}
+    assert "_ZL13checked_levelv" in names and "_ZL13checked_levelv.cold" not in names
+    assert order_risks_when_stripped(machine, library, tmp_path) == []
