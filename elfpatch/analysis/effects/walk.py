@@ -466,8 +466,8 @@ class FunctionWalk:
         flag = events[read][1]
         touches = [event for event in events[read + 1:]
                    if event[1] == flag and event[0] != GUARD_BYTE]
-        if not touches or any(kind not in (READ, WRITE) or (kind == WRITE and position
-                                                             != ONE_STORE)
+        if not touches or any(kind not in (READ, WRITE)
+                              or (kind == WRITE and position != ONE_STORE)
                               for kind, _flag, _callee, position in touches):
             return
         test = self.flag_paths(first)
@@ -498,7 +498,7 @@ class FunctionWalk:
         if not any(events[n][:2] == (WRITE, flag) and events[n][3] == ONE_STORE
                    for n in inside):
             return
-        runs: list[list[int]] = []  # [first, last] event index of each run of the block's
+        runs: list[list[int]] = []  # [first, last] index of each run of the block's events
         for n in inside:
             if runs and runs[-1][1] == n - 1:
                 runs[-1][1] = n
