@@ -44,6 +44,7 @@ from elfpatch.analysis.risks import (
     guard_bytes,
     lazy_objects,
     order_risks,
+    raised_flags,
     read_at_exit,
     registered_destructors,
     registrations,
@@ -324,7 +325,7 @@ def _objects(labels: Mapping[str, str], analysed: list[AnalysedInitializer],
     """Labels of the globals known by address, those built on first use and guards."""
     every = [*(item.effects for item in analysed), *exit_code.values(), *hooks]
     return Objects(labels, lazy_objects(every), guard_bytes(every), set_on_first_use(every),
-                   sources)
+                   sources, raised_flags(every))
 
 
 class _SourceFiles:

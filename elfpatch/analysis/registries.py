@@ -434,7 +434,10 @@ def early_lookups(initializers: Sequence[AnalysedInitializer], objects: Objects 
 def _registry(key: str, objects: Objects) -> bool:
     """Whether ``key`` may be a registry built on first use: a function-local static, or
     what one points to (``static Registry* r = new Registry``) or what a pointer
-    set on first use points to (``Objects.set_later``), never a guard."""
+    set on first use points to (``Objects.set_later``), never a guard nor a flag
+    (``Objects.flags``)."""
+    if key in objects.flags:
+        return False
     if key[:1] == POINTEE:
         key = key[1:]
         if key in objects.set_later:

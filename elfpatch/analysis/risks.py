@@ -123,6 +123,8 @@ class Objects:
     # from the symbol table's STT_FILE entries (``init_order._SourceFiles``).
     source_file: Callable[[int], str | None] = field(default=lambda _address: None,
                                                      compare=False)
+    # Flags code raises and nothing writes otherwise (``raised_flags``): no registries.
+    flags: frozenset[str] = frozenset()
 
     def label(self, key: str) -> str:
         if key[:1] == POINTEE:
@@ -319,6 +321,21 @@ def set_on_first_use(effects: Iterable[Effects]) -> frozenset[str]:
     built = {key for e in every for key, written in e.first_access if written}
     return frozenset(key for e in every for key in e.updates
                      if key in pointed and key not in built)
+
+
+def raised_flags(effects: Iterable[Effects]) -> frozenset[str]:
+    """Globals some code sets as a flag (to 1, or to an address: ``Effects.raised``)
+    and no code writes otherwise, nor hands to code that may: once-only flags
+    (protobuf's ``init_protobuf_defaults_state``, set by whichever caller of
+    ``InitProtobufDefaults`` comes first and tested by every other), which hold no
+    entry of any registry."""
+    raised: set[str] = set()
+    otherwise: set[str] = set()
+    for each in effects:
+        raised.update(each.raised)
+        otherwise.update(key for key in each.writes if key not in each.raised)
+        otherwise.update(each.passed)
+    return frozenset(raised - otherwise)
 
 
 def guard_bytes(effects: Iterable[Effects]) -> frozenset[str]:

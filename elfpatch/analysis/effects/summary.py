@@ -222,6 +222,9 @@ class Effects:
     # (``USE_LOCK``), not counted in ``updates``: a look-up under a registry's lock
     # writes the lock word and no entry.
     locked: tuple[str, ...] = ()
+    # Globals the code only ever sets to a value that says "done" (a 1, an address:
+    # ``ONE_STORE``), never writes otherwise: flags raised, holding no entry.
+    raised: tuple[str, ...] = ()
 
     def written_first(self, symbol: str) -> bool | None:
         """Whether the first touch of ``symbol`` writes it (None: never touched)."""
@@ -414,6 +417,8 @@ class Collector:
         self.locked: dict[str, None] = {}
         self.stamped: dict[str, None] = {}
         self.changed: dict[str, None] = {}
+        self.raised: dict[str, None] = {}  # set to 1 or an address (``ONE_STORE``)
+        self.written_otherwise: dict[str, None] = {}
         self.guards = GuardsHeld()
         self.guarded = 0  # how many guards are held where the events are
         # Each global's first touch since the outermost guard held was taken, True for a
@@ -456,7 +461,7 @@ class Collector:
                 if position == FRESH_STORE:
                     self.built(subject)
                 else:
-                    self.write(subject, position == ZERO_STORE)
+                    self.write(subject, position == ZERO_STORE, raised=position == ONE_STORE)
             elif kind == CALL:
                 key = function_key(subject, callee)
                 if not self.fails(key):
@@ -551,14 +556,17 @@ class Collector:
         if self.guarded:
             self.guard_touches.setdefault(symbol, written)
 
-    def write(self, symbol: str, zero: bool = False, lock: bool = False) -> None:
+    def write(self, symbol: str, zero: bool = False, lock: bool = False,
+              raised: bool = False) -> None:
         """A store; one under a guard builds a static on first use, unless the code
         under the guard read the object first: that updates an object built
         elsewhere (a registry another TU's initializer builds, filled from a
         function-local static's construction or a once-only guard).  ``lock``: a
-        lock's write, which updates the lock word alone (``locked``)."""
+        lock's write, which updates the lock word alone (``locked``); ``raised``: a
+        store of 1 or of an address, a flag set (``ONE_STORE``)."""
         if not zero:
             self.changed.setdefault(symbol, None)
+        (self.raised if raised else self.written_otherwise).setdefault(symbol, None)
         if self.guarded and self.guard_touches.setdefault(symbol, True):
             self.lazy.setdefault(symbol, None)
         elif lock:
@@ -571,6 +579,7 @@ class Collector:
     def built(self, symbol: str) -> None:
         """A store into what ``symbol`` points to, just allocated (``FRESH_STORE``): its
         construction on first use, as under a guard."""
+        self.written_otherwise.setdefault(symbol, None)
         self.changed.setdefault(symbol, None)
         self.lazy.setdefault(symbol, None)
         self.writes.setdefault(symbol, None)
@@ -599,7 +608,8 @@ class Collector:
                        tuple(self.updates), tuple(self.stamped), (decided, undecided),
                        tuple(self.changed), self.assumed_reads(), tuple(self.guard_bytes),
                        tuple(self.open_reads), tuple(self.leading_reads),
-                       tuple(self.locked))
+                       tuple(self.locked),
+                       tuple(k for k in self.raised if k not in self.written_otherwise))
 
     def assumed_reads(self) -> tuple[str, ...]:
         return tuple(symbol for symbol, assumed in self.reads.items() if assumed)
@@ -674,7 +684,8 @@ def settle(effects: Effects, use: PendingUse) -> Effects:
         pending=(), lazy=tuple(collector.lazy), updates=tuple(collector.updates),
         locked=tuple(collector.locked),
         changed=tuple(collector.changed), assumed=collector.assumed_reads(),
-        open_reads=tuple(collector.open_reads))
+        open_reads=tuple(collector.open_reads),
+        raised=tuple(k for k in effects.raised if k not in collector.written_otherwise))
 
 
 # -- objects known by address -----------------------------------------------------------
@@ -977,5 +988,5 @@ def rekeyed(effects: Effects, keys: dict[str, str]) -> Effects:
         locked=each(effects.locked),
         open_reads=each(effects.open_reads), leading_reads=each(effects.leading_reads),
         stamped=each(effects.stamped),
-        changed=each(effects.changed), groups=(),
+        changed=each(effects.changed), raised=each(effects.raised), groups=(),
         assumed=tuple(key for key in each(effects.assumed) if key not in seen))
