@@ -332,8 +332,9 @@ def raised_flags(effects: Iterable[Effects]) -> frozenset[str]:
     raised: set[str] = set()
     otherwise: set[str] = set()
     for each in effects:
-        raised.update(each.raised)
-        otherwise.update(key for key in each.writes if key not in each.raised)
+        raised_here = set(each.raised)
+        raised |= raised_here
+        otherwise.update(key for key in each.writes if key not in raised_here)
         otherwise.update(each.passed)
     return frozenset(raised - otherwise)
 

@@ -20,7 +20,7 @@ since that code may just as well construct the object.
 from __future__ import annotations
 
 import dataclasses
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from operator import itemgetter
@@ -897,10 +897,11 @@ def _built_extents(wanted: set[int], marked: list[list[str]], addresses: dict[st
         if not hit:
             continue
         taken = sorted({addresses[key] for key in keys if key[0] == ANCHOR})
+        ordered = sorted(stores)  # the start is one of them: a store at or past it
         for start in hit:
             k = bisect_right(taken, start)
-            limit = taken[k] if k < len(taken) else None
-            top = max(a for a in stores if a >= start and (limit is None or a < limit))
+            below = bisect_left(ordered, taken[k]) if k < len(taken) else len(ordered)
+            top = ordered[below - 1]
             extents[start] = max(extents.get(start, top), top)
     return extents
 
