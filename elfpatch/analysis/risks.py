@@ -368,6 +368,11 @@ def order_risks(initializers: Sequence[AnalysedInitializer],
                 builder = _builder_of_its_file(symbol, initializers, claims, objects)
             if builder is None:
                 continue  # built by no initializer: constant- or zero-initialized
+            if symbol in updated and symbol not in surely:
+                # Its builder's inlined code only reads it, then writes it, as this
+                # initializer does: each updates what is there already (z3's -flto
+                # registration lists, a head each registration reads and replaces).
+                continue
             constructor = initializers[builder]
             if constructor.unit == item.unit:
                 continue
