@@ -779,9 +779,9 @@ def object_keys(groups: Iterable[Iterable[str]], written: Iterable[str] = (),
     wanted = {address for _key, address, _start in near}
     by_address = _groups_holding(wanted, pieces)
     stored_by = _groups_storing(wanted, marked, addresses, stored)
-    reach = _builders_reach({start for _key, _address, start in near}, pieces, stored)
-    built = _built_extents({start for _key, _address, start in near}, marked, addresses,
-                           stored)
+    near_starts = {start for _key, _address, start in near}
+    reach = _builders_reach(near_starts, pieces, stored)
+    built = _built_extents(near_starts, marked, addresses, stored)
     changed = {addresses[key] if key in addresses else int(key[1:], 16)
                for key in written if key[:1] in _MARKS}
     # Each address an object of its own (made in C), then those just past a start that

@@ -1195,9 +1195,7 @@ class FunctionWalk:
         string constant in the register at ``position``); None when not known."""
         value = self.state.get(self.ARGUMENTS[position]) if position < len(self.ARGUMENTS) \
             else None
-        if value is None or not value.exact or value.address is None or value.page:
-            return None
-        key = self.index.constant_key(value.address)
+        key = self.constant_key(value) if value is not None else None
         if key is None or not key.startswith("string:"):
             return None
         count = format_arguments(key[len("string:"):])
