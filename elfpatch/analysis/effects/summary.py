@@ -769,7 +769,7 @@ def object_keys(groups: Iterable[Iterable[str]], written: Iterable[str] = (),
     anchors = _object_starts(anchors, marked, pieces, addresses,
                              {int(key[1:], 16) for key in destroyed if key[:1] in _MARKS},
                              singles)
-    starts = _nearest_starts(anchors, addresses)
+    starts = _nearest_starts(anchors, addresses, singles)
     # Only an address just past a start needs the groups that hold it.
     near = [(key, address, start) for (key, address), start
             in zip(addresses.items(), starts, strict=True)
@@ -832,14 +832,22 @@ def _place_in_spans(placed: dict[str, str], addresses: dict[str, int],
             placed[key] = placed[below] if below is not None else f"{starts[k]:#x}"
 
 
-def _nearest_starts(anchors: list[int], addresses: dict[str, int]) -> list[int]:
+def _nearest_starts(anchors: list[int], addresses: dict[str, int],
+                    singles: Collection[int]) -> list[int]:
     """For each key's address, the nearest object start at or below it within
-    ``MEMBER_REACH``, else the address itself."""
+    ``MEMBER_REACH`` with no object of one byte (``singles``) between, else the
+    address itself: objects do not overlap, and a guard byte lies past the static
+    it guards (a list head laid out past an inline variable and its guard)."""
+    between = sorted(singles)
     starts = []
     for address in addresses.values():
         k = bisect_right(anchors, address) - 1
-        starts.append(anchors[k] if k >= 0 and address - anchors[k] < MEMBER_REACH
-                      else address)
+        if k < 0 or address - anchors[k] >= MEMBER_REACH:
+            starts.append(address)
+            continue
+        start = anchors[k]
+        j = bisect_right(between, start)
+        starts.append(address if j < len(between) and between[j] < address else start)
     return starts
 
 

@@ -1076,15 +1076,34 @@ class FunctionWalk:
     def stores_address(self, base: Value, offset: int, stored: Value | None) -> None:
         """A store of an address a little past the place stored to (``s._M_p =
         s._M_local_buf``, a list's header linked to itself): an object starts there,
-        in a file without symbols to say so."""
+        in a file without symbols to say so.
+
+        Unless the code has just read that place: a push onto a list reads the head,
+        links the new entry to it and stores the entry's address there, and the
+        entry may lie right after the head or right before it (z3's registration
+        lists).  The entry is then where an object starts, its address taken; a
+        constructor linking its object to its own inside does not read the link
+        first."""
         if stored is None or stored.address is None or not stored.exact \
                 or base.address is None or not base.exact or base.got is not None:
             return
         at = base.address + offset
-        if 0 < stored.address - at < MEMBER_REACH:
-            key = self.index.data_key(at, True)
-            if key is not None and key[0] == ANCHOR:
-                self.events.append((ADDRESS, key, None, 0))
+        key = self.index.data_key(at, True)
+        if key is None or key[0] != ANCHOR:
+            return
+        if self.read_lately(BARE + key[1:]):
+            entry = self.index.data_key(stored.address, True)
+            if entry is not None:
+                self.events.append((ADDRESS, entry, None, 0))
+        elif 0 < stored.address - at < MEMBER_REACH:
+            self.events.append((ADDRESS, key, None, 0))
+
+    def read_lately(self, key: str) -> bool:
+        """Whether one of the last few events reads ``key``: only the ones a push onto
+        a list makes between reading the head and replacing it (a long initializer
+        pushes thousands of entries; its whole history is not searched each time)."""
+        return any(event[0] == READ and event[1] == key
+                   for event in self.events[-_PUSH_EVENTS:])
 
     # -- calls ----------------------------------------------------------------
     def call(self, target: Value | None, following: int | None = None) -> None:
@@ -1435,6 +1454,9 @@ class FunctionWalk:
 
 # Instructions that may come between a compare and its branch (``never_taken``).
 _FLAGS_KEPT_REACH = 3
+# Events a push onto a list makes from reading the head to replacing it (``read_lately``):
+# the read, the entry's fields, perhaps its guard byte.
+_PUSH_EVENTS = 8
 # How long a detour may be (``detour``), and how far into it the guard is taken
 # (``acquires_guard_at``: its address loaded into the argument register first).
 _DETOUR_LENGTH = 24
