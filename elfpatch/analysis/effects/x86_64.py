@@ -86,6 +86,10 @@ _X86_LOW_BYTE = {"eax": "al", "ebx": "bl", "ecx": "cl", "edx": "dl", "esi": "sil
 _X86_NO_DESTINATION = frozenset({"cmp", "test", "push", "bt", "comiss", "comisd", "ucomiss",
                                  "ucomisd", "ptest", "nop", "endbr64", "prefetcht0",
                                  "prefetcht1", "prefetcht2", "prefetchnta", "prefetchw"})
+# Instructions whose memory operand is no access: the long NOPs gcc pads loop heads
+# with (``nop word ptr cs:[rax + rax]``, whatever the register holds) and prefetches.
+_X86_HINTS = frozenset({"nop", "prefetcht0", "prefetcht1", "prefetcht2", "prefetchnta",
+                        "prefetchw"})
 _X86_READS_MEMORY = frozenset({"cmp", "test", "movzx", "movsx", "movsxd", "push"})
 # Moves, scalar and vector, whose destination is their first operand (the rest of
 # those starting so are listed above: they only read memory).
@@ -314,6 +318,8 @@ class X86Walk(FunctionWalk):
         self.absolute = analyzer.fixed_addresses
 
     def other(self, address: int, size: int, mnemonic: str, operands: str) -> bool:
+        if mnemonic in _X86_HINTS:
+            return True
         if mnemonic in _X86_STOPS:
             self.traps()  # a return has a handler of its own
             return False
