@@ -869,7 +869,9 @@ class FunctionWalk:
                   ) -> tuple[int, int, int] | None:
         """(index of its first instruction, of its jump back, where it jumps) of the
         detour at ``target``, or None.  ``back_branches``: it may also branch back up
-        into the code it jumps back to."""
+        into the code it jumps back to.  It may branch further down to the
+        construction of a function-local static (``acquires_guard_at``): an
+        accessor inlined into the detour, whose own detour is swept in turn."""
         first = self.index_of(target)
         if first is None:
             return None
@@ -883,7 +885,8 @@ class FunctionWalk:
                 return (first, n, rejoin) if rejoin is not None \
                     and following <= rejoin < target else None
             branch = self.branch_target(mnemonic, operands)
-            if branch is not None and not (back_branches and following <= branch < target):
+            if branch is not None and not (back_branches and following <= branch < target) \
+                    and not (branch > target and self.acquires_guard_at(branch)):
                 return None  # a branch of its own: not a straight stretch
         return None
 

@@ -133,6 +133,8 @@ _GUARD_SET_REACH = 6
 # How many instructions that leave the flags alone may come between a flag's
 # ``cmp`` and its branch (``flag_paths``).
 _FLAG_TEST_REACH = 2
+# Moves gcc -flto may put between a guard byte's compare and its branch.
+_GUARD_TEST_REACH = 4
 _KEEPS_FLAGS = frozenset({"lea", "mov", "movzx", "movsxd", "movabs"})
 
 
@@ -218,11 +220,17 @@ class X86Walk(FunctionWalk):
 
     def guard_set_behind(self, following: int, target: int) -> tuple[int, int] | None:
         """``cmp byte ptr [rip + d], 0``, ``je``/``jne``, and ``mov byte ptr [rip + e], 1``
-        to the same byte on the way taken when it is zero."""
+        to the same byte on the way taken when it is zero.  gcc -flto may put moves
+        between the compare and the branch (the previous initialization's result
+        loaded and stored), which leave the flags as they are."""
         after = self.index_of(following)
         if after is None or after < 2 or self.instructions[after - 1][2] not in ("je", "jne"):
             return None
-        tested = _flag_byte(self.instructions[after - 2], ", 0")
+        compare = after - 2
+        while compare > 0 and after - 2 - compare < _GUARD_TEST_REACH \
+                and self.instructions[compare][2] in _KEEPS_FLAGS:
+            compare -= 1
+        tested = _flag_byte(self.instructions[compare], ", 0")
         zero = target if self.instructions[after - 1][2] == "je" else following
         start = self.index_of(zero)
         if tested is None or start is None:
