@@ -243,18 +243,22 @@ def constructed_by(item: AnalysedInitializer, surely: bool = False) -> dict[str,
     registered = {r.object for r in effects.atexit if r.object}
     handed = registered & set(effects.passed)
     built = set(effects.writes) | handed
+    # Registered by code that stores to it itself (a constructor inlined there), or
+    # after handing it to code not followed (taken to read it: the construction the
+    # code does not show).
+    constructs = handed | set(effects.built_by_registrar)
     # In the order the code first touches them (a set's order would vary from run to run).
     # Code that reads a global before it writes it updates what is already there (a
     # registration inserting into a container, a counter bumped): that is not
-    # building it, unless the same code registers its destructor after handing it
-    # to code not followed (taken to read it: the construction it does not show).
-    # A destructor registered for an object the code only reads, then writes,
-    # through code it follows is that of a constant-initialized object, filled on
-    # first use (ZDoom's name table): others' registrations before are kept.
-    # Inlined code of several TUs is another matter: its first touch may be
-    # another TU's read (``order_risks``).
+    # building it, unless the same code registers its destructor and builds it as
+    # above (what it read first, itself or through a call, another TU's
+    # registration may have filled).  A destructor registered for an object that
+    # the code fills only through calls, as its other users do, is that of a
+    # constant-initialized object filled on first use (ZDoom's name table):
+    # others' registrations before are kept.  Inlined code of several TUs is
+    # another matter: its first touch may be another TU's read (``order_risks``).
     return {name: None for name, written in effects.first_access
-            if name in built and (written or name in handed
+            if name in built and (written or name in constructs
                                   or (item.inline and not surely))}
 
 

@@ -56,10 +56,12 @@ from elfpatch.base.text_enum import TextEnum
 # ``<iostream>`` puts in every TU); FRESH_STORE for
 # a store into memory just allocated whose address was stored into a global
 # (``if (!registry) registry = new Registry;``, built after the pointer is set): the
-# first user building what the global points to, not an update of it.
+# first user building what the global points to, not an update of it; UPDATE_STORE
+# for the store of an instruction that reads the place first (``add [x], 1``): an
+# update, no constructor's.
 READ, WRITE, ADDRESS, PASS, PASS_FOREIGN, UNKNOWN_PASS, CALL, ATEXIT, HOOK, GUARD, KEYED, \
     STAMP, GUARD_BYTE, GUARD_VARIABLE, UNSEEN = range(15)
-ZERO_STORE, ONE_STORE, ONE_BYTE, FRESH_STORE = 1, 2, 3, 4  # WRITE's position
+ZERO_STORE, ONE_STORE, ONE_BYTE, FRESH_STORE, UPDATE_STORE = 1, 2, 3, 4, 5  # WRITE's position
 # WRITE's position from this on: a store of that many bytes by one instruction (a
 # vector register): all of them belong to the object stored to.
 WIDE_STORE = 16
@@ -225,6 +227,11 @@ class Effects:
     # Globals the code only ever sets to a value that says "done" (a 1, an address:
     # ``ONE_STORE``), never writes otherwise: flags raised, holding no entry.
     raised: tuple[str, ...] = ()
+    # Objects whose destructor is registered (``atexit``) by a function whose own
+    # code, not its callees', stores to the object before handing it to any call:
+    # what a constructor inlined there builds (after a look, perhaps, at what is
+    # there), not an object it fills only through another function.
+    built_by_registrar: tuple[str, ...] = ()
 
     def written_first(self, symbol: str) -> bool | None:
         """Whether the first touch of ``symbol`` writes it (None: never touched)."""
@@ -427,6 +434,7 @@ class Collector:
         # way taken when it is built already).
         self.guard_touches: dict[str, bool] = {}
         self.expanded: dict[FunctionKey, None] = {}  # in the order they were met
+        self.built_by_registrar: dict[str, None] = {}
 
     def function(self, address: FunctionKey) -> None:
         """The events of the function at ``address`` and, in place, of its callees.
@@ -447,6 +455,10 @@ class Collector:
 
     def events(self, events: Iterable[Event]) -> None:
         reads, first, open_reads = self.reads, self.first, self.open_reads
+        # This function's own stores and hand-overs (its callees' come in their own
+        # call), by the place named: what it builds itself (``built_by_registrar``).
+        stored: set[str] = set()
+        handed: set[str] = set()
         for kind, subject, callee, position in events:
             if kind == READ:  # ``read``, inlined: the commonest event by far
                 reads[subject] = None
@@ -458,6 +470,9 @@ class Collector:
                     if not self.unseen:
                         self.leading_reads[subject] = None
             elif kind == WRITE:
+                if position != UPDATE_STORE and type(subject) is str \
+                        and _unmarked(subject) not in handed:
+                    stored.add(_unmarked(subject))
                 if position == FRESH_STORE:
                     self.built(subject)
                 else:
@@ -467,6 +482,8 @@ class Collector:
                 if not self.fails(key):
                     self.function(key)
             elif kind in (PASS, PASS_FOREIGN):
+                if type(subject) is str:
+                    handed.add(_unmarked(subject))
                 if self.fails(callee):
                     continue
                 if self.use is None:
@@ -475,11 +492,15 @@ class Collector:
                 else:
                     self.pass_on(subject, self.use(callee, position), kind == PASS_FOREIGN)
             elif kind == UNKNOWN_PASS:
+                if type(subject) is str:
+                    handed.add(_unmarked(subject))
                 self.pass_to(subject, unseen_use(position) if callee is None else callee)
             elif kind == ATEXIT:
                 self.atexit.setdefault((subject.object, subject.destructor
                                         if subject.destructor_address is None
                                         else subject.destructor_address), subject)
+                if subject.object and _unmarked(subject.object) in stored:
+                    self.built_by_registrar.setdefault(subject.object, None)
             elif kind == ADDRESS:
                 self.addresses.setdefault(subject, None)
             elif kind == HOOK:
@@ -609,10 +630,17 @@ class Collector:
                        tuple(self.changed), self.assumed_reads(), tuple(self.guard_bytes),
                        tuple(self.open_reads), tuple(self.leading_reads),
                        tuple(self.locked),
-                       tuple(k for k in self.raised if k not in self.written_otherwise))
+                       tuple(k for k in self.raised if k not in self.written_otherwise),
+                       tuple(self.built_by_registrar))
 
     def assumed_reads(self) -> tuple[str, ...]:
         return tuple(symbol for symbol, assumed in self.reads.items() if assumed)
+
+
+def _unmarked(key: str) -> str:
+    """A bare address's key without its mark (``@0x10``, ``^0x10`` -> ``0x10``): a store
+    and a pointer taken name one place alike."""
+    return key[1:] if key[:1] in _MARKS else key
 
 
 def _bare_keys(events: Iterable[Event]) -> tuple[str, ...]:
@@ -997,5 +1025,6 @@ def rekeyed(effects: Effects, keys: dict[str, str]) -> Effects:
         locked=each(effects.locked),
         open_reads=each(effects.open_reads), leading_reads=each(effects.leading_reads),
         stamped=each(effects.stamped),
-        changed=each(effects.changed), raised=each(effects.raised), groups=(),
+        changed=each(effects.changed), raised=each(effects.raised),
+        built_by_registrar=each(effects.built_by_registrar), groups=(),
         assumed=tuple(key for key in each(effects.assumed) if key not in seen))

@@ -64,6 +64,7 @@ from elfpatch.analysis.effects.summary import (
     RESULT_POSITION,
     STAMP,
     UNKNOWN_PASS,
+    UPDATE_STORE,
     WIDE_STORE,
     WRITE,
     ZERO_STORE,
@@ -1043,7 +1044,8 @@ class FunctionWalk:
             self.events.append((WRITE, subject, None,
                                 ZERO_STORE if zero and self.zero_filled(value, offset)
                                 else ONE_STORE if one
-                                else width if width >= WIDE_STORE else 0))
+                                else width if width >= WIDE_STORE
+                                else UPDATE_STORE if read else 0))
         return subject if type(subject) is str else None
 
     def loaded(self, register: str | None, global_key: str | None) -> None:
