@@ -278,6 +278,8 @@ class FunctionSummary:
     # ``atexit`` (each object links its own, from libc_nonshared.a; unnamed once
     # stripped).  Its callers register what they pass it.
     registers_argument: bool = False
+    # It registers a destructor for an object (an ``ATEXIT`` event naming one).
+    registers_objects: bool = False
     # Whether control may come back to a caller: a return, a jump out (a tail call,
     # or through a register), or a jump into its split-off part (.cold) whose code
     # does not run straight into a throw, an abort or a trap.
@@ -451,14 +453,13 @@ class Collector:
         self.expanded[address] = None
         summary = self.summaries[address]
         mapped = summary.stretch_map
-        self.events(summary.events if mapped is None else mapped.live(summary.events, self.fails))
+        events = summary.events if mapped is None else mapped.live(summary.events, self.fails)
+        self.events(events)
+        if summary.registers_objects:
+            self.built_by_registrar.update(dict.fromkeys(built_then_registered(events)))
 
     def events(self, events: Iterable[Event]) -> None:
         reads, first, open_reads = self.reads, self.first, self.open_reads
-        # This function's own stores and hand-overs (its callees' come in their own
-        # call), by the place named: what it builds itself (``built_by_registrar``).
-        stored: set[str] = set()
-        handed: set[str] = set()
         for kind, subject, callee, position in events:
             if kind == READ:  # ``read``, inlined: the commonest event by far
                 reads[subject] = None
@@ -470,9 +471,6 @@ class Collector:
                     if not self.unseen:
                         self.leading_reads[subject] = None
             elif kind == WRITE:
-                if position != UPDATE_STORE and type(subject) is str \
-                        and _unmarked(subject) not in handed:
-                    stored.add(_unmarked(subject))
                 if position == FRESH_STORE:
                     self.built(subject)
                 else:
@@ -482,8 +480,6 @@ class Collector:
                 if not self.fails(key):
                     self.function(key)
             elif kind in (PASS, PASS_FOREIGN):
-                if type(subject) is str:
-                    handed.add(_unmarked(subject))
                 if self.fails(callee):
                     continue
                 if self.use is None:
@@ -492,15 +488,11 @@ class Collector:
                 else:
                     self.pass_on(subject, self.use(callee, position), kind == PASS_FOREIGN)
             elif kind == UNKNOWN_PASS:
-                if type(subject) is str:
-                    handed.add(_unmarked(subject))
                 self.pass_to(subject, unseen_use(position) if callee is None else callee)
             elif kind == ATEXIT:
                 self.atexit.setdefault((subject.object, subject.destructor
                                         if subject.destructor_address is None
                                         else subject.destructor_address), subject)
-                if subject.object and _unmarked(subject.object) in stored:
-                    self.built_by_registrar.setdefault(subject.object, None)
             elif kind == ADDRESS:
                 self.addresses.setdefault(subject, None)
             elif kind == HOOK:
@@ -637,9 +629,31 @@ class Collector:
         return tuple(symbol for symbol, assumed in self.reads.items() if assumed)
 
 
+def built_then_registered(events: Iterable[Event]) -> Iterator[str]:
+    """The objects whose destructor one function's own ``events`` register after
+    storing to them, before handing them to any call (``Effects.built_by_registrar``).
+    Places are compared without their marks: a store names ``@0x10``, the
+    registration the pointer taken, ``^0x10``."""
+    stored: set[str] = set()
+    handed: set[str] = set()
+    for kind, subject, _callee, position in events:
+        if kind == ATEXIT:
+            if subject.object and _unmarked(subject.object) in stored:
+                yield subject.object
+        elif type(subject) is not str:
+            continue
+        elif kind == WRITE:
+            if position != UPDATE_STORE and _unmarked(subject) not in handed:
+                stored.add(_unmarked(subject))
+        elif kind in _HANDING:
+            handed.add(_unmarked(subject))
+
+
+_HANDING = frozenset({PASS, PASS_FOREIGN, UNKNOWN_PASS})
+
+
 def _unmarked(key: str) -> str:
-    """A bare address's key without its mark (``@0x10``, ``^0x10`` -> ``0x10``): a store
-    and a pointer taken name one place alike."""
+    """A bare address's key without its mark (``@0x10``, ``^0x10`` -> ``0x10``)."""
     return key[1:] if key[:1] in _MARKS else key
 
 

@@ -1086,29 +1086,42 @@ class FunctionWalk:
         Unless the code has just read that place: a push onto a list reads the head,
         links the new entry to it and stores the entry's address there, and the
         entry may lie right after the head or right before it (z3's registration
-        lists).  The entry is then where an object starts, its address taken; a
-        constructor linking its object to its own inside does not read the link
-        first."""
+        lists).  The entry is then where an object starts, its address taken (one
+        farther away is no member of the head's object anyway); a constructor
+        linking its object to its own inside does not read the link first."""
         if stored is None or stored.address is None or not stored.exact \
                 or base.address is None or not base.exact or base.got is not None:
             return
         at = base.address + offset
+        # An entry far from its head is no member of the head's object anyway.
+        if not -MEMBER_REACH < stored.address - at < MEMBER_REACH:
+            return
+        pushed = self.read_lately(at)
+        if not pushed and stored.address <= at:
+            return
         key = self.index.data_key(at, True)
         if key is None or key[0] != ANCHOR:
             return
-        if self.read_lately(BARE + key[1:]):
+        if pushed:
             entry = self.index.data_key(stored.address, True)
             if entry is not None:
                 self.events.append((ADDRESS, entry, None, 0))
-        elif 0 < stored.address - at < MEMBER_REACH:
+        else:
             self.events.append((ADDRESS, key, None, 0))
 
-    def read_lately(self, key: str) -> bool:
-        """Whether one of the last few events reads ``key``: only the ones a push onto
-        a list makes between reading the head and replacing it (a long initializer
-        pushes thousands of entries; its whole history is not searched each time)."""
-        return any(event[0] == READ and event[1] == key
-                   for event in self.events[-_PUSH_EVENTS:])
+    def read_lately(self, at: int) -> bool:
+        """Whether one of the last few events reads the bare address ``at`` (a file
+        without symbols): only the ones a push onto a list makes between reading the
+        head and replacing it (a long initializer pushes thousands of entries; its
+        whole history is not searched each time)."""
+        events = self.events
+        key = None
+        for n in range(len(events) - 1, max(len(events) - _PUSH_EVENTS, 0) - 1, -1):
+            if events[n][0] == READ:
+                key = key or f"{BARE}{at:#x}"
+                if events[n][1] == key:
+                    return True
+        return False
 
     # -- calls ----------------------------------------------------------------
     def call(self, target: Value | None, following: int | None = None) -> None:
@@ -1375,6 +1388,8 @@ class FunctionWalk:
         # (__tcf_N) are registered with __cxa_atexit and no object, yet destroy some.
         self.events.append((ATEXIT, AtExit(object_name, destructor, code, name == "atexit"),
                             None, 0))
+        if object_name is not None:
+            self.summary.registers_objects = True
 
     def traps(self) -> None:
         """A trap (``ud2``, ``brk``): the code ends here, and the process with it."""
