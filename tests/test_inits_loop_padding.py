@@ -12,25 +12,20 @@ program prints; ``inits`` must report no order risk, stripped or not.
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
-from support.inits import MACHINES, order_risks_when_stripped, printed, scenario
-from support.tools import require_tool
+from support.inits import (
+    MACHINES,
+    merged_initializer,
+    order_risks_when_stripped,
+    printed,
+    scenario,
+)
 
 PRINTED = {"value": "3", "name": "first", "greeting": "hello, world"}
 # A long NOP whose operand is based on the register the table's loops walk it with.
 _PADDING = re.compile(r"\bnop[wl]?\s+(?:0x0)?\(%rax")
-
-
-def merged_initializer(path: Path) -> str:
-    """The disassembly of the function -flto merged the initializers into."""
-    objdump = require_tool("objdump")
-    listing = subprocess.run([objdump, "-d", "--no-show-raw-insn", str(path)],
-                             capture_output=True, text=True, check=True).stdout
-    start = listing.index("<_sub_I_65535_0.0>:")
-    return listing[start:listing.find("\n\n", start)]
 
 
 @pytest.mark.parametrize("machine", MACHINES)

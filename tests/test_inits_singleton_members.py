@@ -15,27 +15,22 @@ print; ``inits`` must report no order risk, stripped or not.
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
-from support.inits import MACHINES, order_risks_when_stripped, printed, scenario
-from support.tools import require_tool
+from support.inits import (
+    MACHINES,
+    merged_initializer,
+    order_risks_when_stripped,
+    printed,
+    scenario,
+)
 
 PROGRAMS = ["three_first_lto", "one_first_lto"]
 PRINTED = {"first": "41", "second": "42", "third": "43", "fourth": "44",
            "alpha": "5", "beta": "4", "gamma": "5", "delta": "5"}
 # A guard byte's compare, a move or more, then the branch.
 _SPLIT_TEST = re.compile(r"cmpb\s+\$0x0,[^\n]*\n(?:[^\n]*\bmov[^\n]*\n)+[^\n]*\bje\b")
-
-
-def merged_initializer(path: Path) -> str:
-    """The disassembly of the function -flto merged the initializers into."""
-    objdump = require_tool("objdump")
-    listing = subprocess.run([objdump, "-d", "--no-show-raw-insn", str(path)],
-                             capture_output=True, text=True, check=True).stdout
-    start = listing.index("<_sub_I_65535_0.0>:")
-    return listing[start:listing.find("\n\n", start)]
 
 
 @pytest.mark.parametrize("machine", MACHINES)

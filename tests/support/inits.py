@@ -184,3 +184,15 @@ def run_raw(built: build.ScenarioBuild, folder: Path, program: str,
     """``program`` of a build made outside the scenario cache (another set of flags)."""
     copy = build.ScenarioBuild(built.scenario, built.variant, folder, built.toolchain)
     return copy.run(program=program, env=env)
+
+
+def merged_initializer(path: Path) -> str:
+    """The x86-64 disassembly of the function gcc -flto merged ``path``'s initializers
+    into (``_sub_I_65535_0.0``)."""
+    objdump = shutil.which("objdump")
+    if objdump is None:
+        pytest.skip("objdump is not installed (apt-get install binutils)")
+    listing = subprocess.run([objdump, "-d", "--no-show-raw-insn", str(path)],
+                             capture_output=True, text=True, check=True).stdout
+    start = listing.index("<_sub_I_65535_0.0>:")
+    return listing[start:listing.find("\n\n", start)]
