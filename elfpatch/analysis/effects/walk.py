@@ -108,6 +108,8 @@ class Value(NamedTuple):
 
 
 State = dict[str, Value]
+# One decoded instruction: (address, size, mnemonic, operands), as capstone's disasm_lite.
+Instruction = tuple[int, int, str, str]
 
 
 def never_null(value: Value | None) -> bool:
@@ -816,10 +818,11 @@ class FunctionWalk:
         """A branch on a guard byte forward to a stretch laid out further down that
         sets the byte (``guard_set_behind``), runs straight and jumps back up into the
         code after the branch (gcc -flto's constructions of inline variables, moved
-        past the return): swept here, where it runs, and skipped when the sweep
-        reaches it, so that what it builds comes before what the code after the
-        branch reads of it.  True when it was; its end state meets the code it
-        jumps back to.
+        past the return), or to such a stretch in the function's split-off part
+        (``.cold``, outside its code): swept here, where it runs, and skipped when
+        the sweep reaches it, so that what it builds comes before what the code
+        after the branch reads of it.  True when it was; its end state meets the
+        code it jumps back to.
 
         ``acquiring``: the stretch takes the guard with ``__cxa_guard_acquire``
         (``acquires_guard_at``), and may also branch back up where the acquisition
@@ -831,12 +834,11 @@ class FunctionWalk:
         found = self.detour_at(following, target, acquiring)
         if found is None:
             return False
-        first, last, rejoin = found
+        steps, end, rejoin = found
         kept = self.state
         self.state = dict(kept)
-        for instruction in self.instructions[first:last]:
+        for instruction in steps:
             self.step(*instruction)
-        end = self.instructions[last]
         self.skipped[target] = end[0] + end[1]
         if rejoin == following:
             self.state = intersect(kept, self.state)
@@ -867,26 +869,32 @@ class FunctionWalk:
         return None
 
     def detour_at(self, following: int, target: int, back_branches: bool = False,
-                  ) -> tuple[int, int, int] | None:
-        """(index of its first instruction, of its jump back, where it jumps) of the
+                  ) -> tuple[list[Instruction], Instruction, int] | None:
+        """(its instructions before its jump back, that jump, where it jumps) of the
         detour at ``target``, or None.  ``back_branches``: it may also branch back up
         into the code it jumps back to.  It may branch further down to the
         construction of a function-local static (``acquires_guard_at``): an
-        accessor inlined into the detour, whose own detour is swept in turn."""
-        first = self.index_of(target)
-        if first is None:
+        accessor inlined into the detour, whose own detour is swept in turn.
+
+        A detour outside the function's code (its split-off part, ``.cold``, which
+        gcc may lay out below it) jumps back into the function after the branch."""
+        outside = self.index_of(target) is None
+        if outside and self.start <= target < self.end:
             return None
-        for n in range(first, min(first + _DETOUR_LENGTH, len(self.instructions))):
-            _at, _size, mnemonic, operands = self.instructions[n]
+        # Where it may jump back to: up into the code between the branch and the
+        # detour, or, from outside, anywhere in the function after the branch.
+        end = self.end if outside else target
+        code = self.instructions_at(target, _DETOUR_LENGTH)
+        for n, (_at, _size, mnemonic, operands) in enumerate(code):
             if mnemonic in self.STOPS:
                 return None
             transfer = self.control_transfer(mnemonic, operands)
             if transfer is not None and not transfer[0]:  # a jump
                 rejoin = transfer[1]
-                return (first, n, rejoin) if rejoin is not None \
-                    and following <= rejoin < target else None
+                return (code[:n], code[n], rejoin) if rejoin is not None \
+                    and following <= rejoin < end else None
             branch = self.branch_target(mnemonic, operands)
-            if branch is not None and not (back_branches and following <= branch < target) \
+            if branch is not None and not (back_branches and following <= branch < end) \
                     and not (branch > target and self.acquires_guard_at(branch)):
                 return None  # a branch of its own: not a straight stretch
         return None

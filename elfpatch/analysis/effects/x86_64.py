@@ -231,11 +231,11 @@ class X86Walk(FunctionWalk):
                 and self.instructions[compare][2] in _KEEPS_FLAGS:
             compare -= 1
         tested = _flag_byte(self.instructions[compare], ", 0")
-        zero = target if self.instructions[after - 1][2] == "je" else following
-        start = self.index_of(zero)
-        if tested is None or start is None:
+        if tested is None:
             return None
-        for instruction in self.instructions[start:start + _GUARD_SET_REACH]:
+        zero = target if self.instructions[after - 1][2] == "je" else following
+        # The way taken when it is zero may lead into the split-off part (.cold).
+        for instruction in self.instructions_at(zero, _GUARD_SET_REACH):
             if _flag_byte(instruction, ", 1") == tested:
                 return tested, zero
             if instruction[2] in _X86_STOPS or self.branch_target(*instruction[2:]) is not None:
