@@ -1487,7 +1487,7 @@ _FLAGS_KEPT_REACH = 3
 _PUSH_EVENTS = 8
 # How long a detour may be (``detour``), and how far into it the guard is taken
 # (``acquires_guard_at``: its address loaded into the argument register first).
-_DETOUR_LENGTH = 24
+_DETOUR_LENGTH = 48  # a std::make_shared inlined there takes some forty
 _ACQUIRE_REACH = 4
 # Tails swept again per function (``tails_again``), and how long each may be.
 _TAILS_AGAIN = 4

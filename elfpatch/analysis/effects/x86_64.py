@@ -231,16 +231,43 @@ class X86Walk(FunctionWalk):
                 and self.instructions[compare][2] in _KEEPS_FLAGS:
             compare -= 1
         tested = _flag_byte(self.instructions[compare], ", 0")
+        through = None  # the register holding the guard's address, when tested through it
+        if tested is None:
+            tested, through = self.guard_through_register(self.instructions[compare])
         if tested is None:
             return None
+        setting = f"byte ptr [{through}], 1"
         zero = target if self.instructions[after - 1][2] == "je" else following
         # The way taken when it is zero may lead into the split-off part (.cold).
         for instruction in self.instructions_at(zero, _GUARD_SET_REACH):
-            if _flag_byte(instruction, ", 1") == tested:
+            if (_flag_byte(instruction, ", 1") == tested if through is None
+                    else instruction[2] == "mov" and instruction[3] == setting):
                 return tested, zero
             if instruction[2] in _X86_STOPS or self.branch_target(*instruction[2:]) is not None:
                 return None
         return None
+
+    def guard_through_register(self, compare: tuple[int, int, str, str],
+                               ) -> tuple[int | None, str | None]:
+        """``cmp byte ptr [rax], 0`` where ``rax`` holds a global's address, loaded from
+        its GOT slot (a guard with default visibility in position-independent code,
+        an inline variable's or a template static member's): (the guard's address,
+        the register); (None, None) otherwise."""
+        _at, _size, mnemonic, operands = compare
+        if mnemonic != "cmp" or not operands.startswith("byte ptr [") \
+                or not operands.endswith("], 0"):
+            return None, None
+        register = operands[len("byte ptr ["):-len("], 0")]
+        value = self.state.get(_X86_FAMILY.get(register, "")) if register in _X86_QWORD \
+            else None
+        if value is None or value.page or not value.exact:
+            return None, None
+        if value.got is not None:
+            entry = value.got
+            at = entry.definition if entry.defined and not entry.is_tls else None
+        else:
+            at = value.address
+        return (at, register) if at is not None else (None, None)
 
     def flag_paths(self, first: int) -> FlagTest | None:
         """``cmp byte ptr [flag], 0`` or ``movzx eax, byte ptr [flag]`` and ``test al,
