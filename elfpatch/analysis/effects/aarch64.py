@@ -174,15 +174,22 @@ class Arm64Walk(FunctionWalk):
             return None
         loaded = self._guard_load(after - 1, branch[0][1:])
         base = self.state.get(loaded[0]) if loaded is not None else None
-        # An adrp page plus the load's offset is an address as exact as adrp and add make.
-        if loaded is None or base is None or base.address is None or not base.exact \
-                or base.got is not None:
+        if loaded is None or base is None or not base.exact:
             return None
+        if base.got is not None:
+            # Loaded from its GOT slot: a guard with default visibility in
+            # position-independent code (an inline variable's, a template static
+            # member's), set through the same register.
+            entry = base.got
+            at = entry.definition if entry.defined and not entry.is_tls else None
+        else:
+            # An adrp page plus the load's offset is an address as exact as adrp and add make.
+            at = base.address
         zero = target if branch[2] else following
         start = self.index_of(zero)
-        if start is None or not self._sets_one(start, loaded):
+        if at is None or start is None or not self._sets_one(start, loaded):
             return None
-        return base.address + loaded[1], zero
+        return at + loaded[1], zero
 
     def _guard_load(self, branch: int, tested: str) -> tuple[str, int] | None:
         """(base register, offset) of the load into register number ``tested`` within the
