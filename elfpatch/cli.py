@@ -73,11 +73,28 @@ class ElfpatchGroup(click.Group):
         except (click.ClickException, click.exceptions.Exit, click.Abort, SystemExit):
             raise
         except Exception as error:  # a bug: one line, and the traceback on request
+            if _caused_by_interrupt(error):
+                _echo("elfpatch: interrupted", err=True)
+                ctx.exit(ExitCode.INTERRUPTED)
             if ctx.obj and ctx.obj.get("traceback"):
                 raise
             _echo(f"elfpatch: internal error: {type(error).__name__}: {error} "
                        "(rerun with --traceback and report it)", err=True)
             ctx.exit(ExitCode.INTERNAL)
+
+
+def _caused_by_interrupt(error: BaseException) -> bool:
+    """Whether Ctrl-C is what ``error`` wraps: Python 3.11 turns an interrupt that
+    comes while a module being imported defines a class into ``RuntimeError: Error
+    calling __set_name__``, the KeyboardInterrupt its cause."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        if isinstance(current, KeyboardInterrupt):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
 
 
 @click.group(cls=ElfpatchGroup, epilog=EXIT_CODES_HELP)
