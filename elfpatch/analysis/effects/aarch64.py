@@ -30,6 +30,7 @@ from elfpatch.analysis.effects.walk import (
     FunctionWalk,
     Value,
     immediate,
+    named_address,
     never_null,
 )
 from elfpatch.elf.constants import EM_AARCH64
@@ -174,17 +175,13 @@ class Arm64Walk(FunctionWalk):
             return None
         loaded = self._guard_load(after - 1, branch[0][1:])
         base = self.state.get(loaded[0]) if loaded is not None else None
+        # An adrp page plus the load's offset is an address as exact as adrp and add
+        # make; a guard's address loaded from its GOT slot is one with default
+        # visibility in position-independent code (an inline variable's, a template
+        # static member's), set through the same register.
         if loaded is None or base is None or not base.exact:
             return None
-        if base.got is not None:
-            # Loaded from its GOT slot: a guard with default visibility in
-            # position-independent code (an inline variable's, a template static
-            # member's), set through the same register.
-            entry = base.got
-            at = entry.definition if entry.defined and not entry.is_tls else None
-        else:
-            # An adrp page plus the load's offset is an address as exact as adrp and add make.
-            at = base.address
+        at = named_address(base)
         zero = target if branch[2] else following
         start = self.index_of(zero)
         if at is None or start is None or not self._sets_one(start, loaded):

@@ -112,6 +112,16 @@ State = dict[str, Value]
 Instruction = tuple[int, int, str, str]
 
 
+def named_address(value: Value) -> int | None:
+    """The address ``value`` names exactly: its own (an adrp page's start, the access
+    adding the rest), or, loaded from a GOT slot, the definition there when this
+    object makes it and it is no thread-local."""
+    entry = value.got
+    if entry is not None:
+        return entry.definition if entry.defined and not entry.is_tls else None
+    return value.address if value.exact else None
+
+
 def never_null(value: Value | None) -> bool:
     """Whether ``value`` is the exact address of something of this object (computed,
     or loaded from a GOT slot whose symbol it defines): a pointer stored as a flag
@@ -1079,11 +1089,7 @@ class FunctionWalk:
         """Whether ``value + offset`` is known to lie in memory the loader zeroes (.bss),
         reached by its address or through the GOT slot of this object's definition (a
         copy relocation copies those zeros too)."""
-        entry = value.got
-        if entry is not None:
-            at = entry.definition if entry.defined and not entry.is_tls else None
-        else:
-            at = value.address if value.exact else None  # an adrp page: plus the offset
+        at = named_address(value)
         return at is not None and self.index.zero_initialized(at + offset)
 
     def stores_address(self, base: Value, offset: int, stored: Value | None) -> None:

@@ -47,6 +47,7 @@ from elfpatch.analysis.effects.walk import (
     constant_value,
     got_value,
     immediate,
+    named_address,
     never_null,
     number,
 )
@@ -260,13 +261,8 @@ class X86Walk(FunctionWalk):
         register = operands[len("byte ptr ["):-len("], 0")]
         value = self.state.get(_X86_FAMILY.get(register, "")) if register in _X86_QWORD \
             else None
-        if value is None or value.page or not value.exact:
-            return None, None
-        if value.got is not None:
-            entry = value.got
-            at = entry.definition if entry.defined and not entry.is_tls else None
-        else:
-            at = value.address
+        at = named_address(value) if value is not None and value.exact and not value.page \
+            else None
         return (at, register) if at is not None else (None, None)
 
     def flag_paths(self, first: int) -> FlagTest | None:
