@@ -87,6 +87,18 @@ def open_regular(path: str | Path) -> BinaryIO:
     return os.fdopen(open_regular_descriptor(path), "rb")
 
 
+def release_descriptor(descriptor: int) -> None:
+    """Close ``descriptor``, unless it is -1 (released before).
+
+    An object owning a descriptor sets its ``fd`` to -1 *before* closing it: Ctrl-C
+    or SIGTERM arriving just as ``os.close`` returns raises there, and the ``close``
+    of the cleanup that follows must not close that number again (EBADF, or worse,
+    a descriptor opened since under the same number).
+    """
+    if descriptor >= 0:
+        os.close(descriptor)
+
+
 def cannot_open(name: str, error: OSError) -> InputError:
     """The one line for an input that could not be opened."""
     if isinstance(error, FileNotFoundError):
@@ -309,9 +321,8 @@ class HeldFile:
             return False
 
     def close(self) -> None:
-        if self.fd >= 0:
-            os.close(self.fd)  # releases the lock too
-            self.fd = -1
+        descriptor, self.fd = self.fd, -1  # forgotten first: see release_descriptor
+        release_descriptor(descriptor)  # releases the lock too
 
 
 def hold_files(names: list[str], exclusive: bool, attempts: int = 100) -> list[HeldFile]:

@@ -31,6 +31,7 @@ from types import TracebackType
 from elfpatch.base.regular_file import (
     create_locked_temporary,
     is_temporary_name,
+    release_descriptor,
     same_file,
     temporary_name,
 )
@@ -71,8 +72,8 @@ class ScratchFile:
         if self.name is not None:
             with contextlib.suppress(FileNotFoundError):
                 self.name.unlink()
-        os.close(self.fd)
-        self.fd = -1
+        descriptor, self.fd = self.fd, -1  # forgotten first: see release_descriptor
+        release_descriptor(descriptor)
 
 
 @dataclass

@@ -32,7 +32,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Protocol
 
-from elfpatch.base.regular_file import cannot_open, open_regular_descriptor
+from elfpatch.base.regular_file import cannot_open, open_regular_descriptor, release_descriptor
 from elfpatch.errors import InputError
 
 LOCAL_SIGNATURE = b"PK\x03\x04"
@@ -186,9 +186,8 @@ class ZipArchive:
 
     # -- life ------------------------------------------------------------------
     def close(self) -> None:
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
+        descriptor, self.fd = self.fd, -1  # forgotten first: see release_descriptor
+        release_descriptor(descriptor)
 
     def __enter__(self) -> ZipArchive:
         return self
