@@ -25,10 +25,13 @@ def never_outside(address: int) -> bool:
 
 
 def dying(stretches: Stretches, events: int,
-          outside_dies: Callable[[int], bool] = never_outside) -> list[tuple[int, int]]:
-    """The (first, end) event index ranges of the stretches that die."""
+          outside_dies: Callable[[int], bool] = never_outside,
+          jumps_followed: bool = False) -> list[tuple[int, int]]:
+    """The (first, end) event index ranges of the stretches that die (``jumps_followed``:
+    the sweep followed every jump of the function)."""
     stretches.close(events, 0x1100)
-    dead = stretches.dead(outside_dies, inside, stretches.leads(outside_dies, inside))
+    dead = stretches.dead(outside_dies, inside, stretches.leads(outside_dies, inside),
+                          jumps_followed)
     ends = [*stretches.first_event[1:], stretches.closed_at]
     return [(first, end) for first, end, died in zip(stretches.first_event, ends, dead,
                                                      strict=True) if died and end > first]
@@ -127,7 +130,7 @@ def test_what_only_a_branch_never_taken_leads_to_is_dropped_too() -> None:
     """LLVM's ``if (getenv("bar") != (char *)-1) return;`` before a block of calls with
     branches of its own: every stretch of the block is entered only from the block.
     A stretch the block shares with live code stays, and so does code with no way in
-    that the sweep sees (a landing pad)."""
+    that the sweep sees (a landing pad) where it met a jump it could not follow."""
     s = Stretches()
     s.start(0x1000, 0, True)  # getenv; cmn x0, #1; b.eq block
     s.never_taken(0x1020)
@@ -164,3 +167,60 @@ def test_a_call_found_never_to_return_when_composed_kills_its_stretch() -> None:
     mapped = StretchMap(s.stretch_of(), leads, [False] * len(leads), [(1, 0x2000), (3, 0x3000)])
     assert mapped.live(events, lambda callee: False) == events
     assert mapped.live(events, lambda callee: callee == 0x3000) == [events[0], events[4]]
+
+
+def landing_pad_after_a_throw() -> Stretches:
+    """``if (bad) throw E(why);``: the throw's stretch ends in the call that never
+    returns; below it, the landing pad of ``E``'s constructor (free the exception,
+    resume unwinding) that nothing falls or branches into."""
+    s = Stretches()
+    s.start(0x1000, 0, True)  # read flag; jne bad
+    s.branch(0x1010)
+    s.start(0x1004, 1, True)  # ret
+    s.ends(LIVES)
+    s.start(0x1010, 2, False)  # allocate; construct; call __cxa_throw (an import)
+    s.ends(DIES)
+    s.start(0x1020, 3, False)  # the landing pad: __cxa_free_exception; _Unwind_Resume
+    s.ends(LIVES)  # the unwinder's resume, a function of this object: may return
+    s.start(0x1030, 4, True)  # what the sweep ran on into (padding, the next function)
+    s.ends(LIVES)
+    return s
+
+
+def test_code_entered_only_by_unwinding_dies_when_every_jump_was_followed() -> None:
+    """The landing pad and what only it falls into run only while an exception unwinds:
+    a failure, at start-up.  With a jump the sweep could not follow, that code may be
+    its target: it counts as entered."""
+    assert dying(landing_pad_after_a_throw(), 5, jumps_followed=True) == [(2, 3), (3, 4),
+                                                                          (4, 5)]
+    assert dying(landing_pad_after_a_throw(), 5, jumps_followed=False) == [(2, 3)]
+
+
+def test_code_after_a_call_found_never_to_return_is_entered_by_nothing() -> None:
+    """The same throw through the C++ runtime linked in: ``__cxa_throw`` is this
+    object's own code, known never to return only when composed, and the sweep ran on
+    into the landing pad below it (its ``__cxa_free_exception``, reading the runtime's
+    emergency pool).  Composed, nothing after the throw is entered."""
+    s = Stretches()
+    s.start(0x1000, 0, True)  # read flag; jne bad
+    s.branch(0x1010)
+    s.start(0x1004, 1, True)  # ret
+    s.ends(LIVES)
+    s.start(0x1010, 2, False)  # call throw (this object's); the landing pad falls on
+    s.branch(0x1030)  # cmp; je join: the landing pad's own branch
+    s.start(0x1020, 3, True)  # call free
+    s.start(0x1030, 4, True)  # join: call free_exception; call resume
+    s.ends(LIVES)
+    s.close(5, 0x1100)
+    events = [(READ, "flag", None, 0), (GUARD, False, "g", 0), (CALL, 0x2000, None, 0),
+              (CALL, 0x3000, None, 0), (READ, "pool", None, 0)]
+    leads = s.leads(never_outside, inside)
+    successors = s.successors(inside)
+    mapped = StretchMap(s.stretch_of(), leads, [False] * len(leads), [(2, 0x2000)],
+                        successors)
+    assert mapped.live(events, lambda callee: False) == events
+    assert mapped.live(events, lambda callee: callee == 0x2000) == events[:2]
+    unfollowed = StretchMap(s.stretch_of(), leads, [False] * len(leads), [(2, 0x2000)])
+    # Where a jump was not followed, what the throw's stretch runs on into stays.
+    assert unfollowed.live(events, lambda callee: callee == 0x2000) == [*events[:2],
+                                                                       *events[3:]]

@@ -32,6 +32,7 @@ from elfpatch.analysis.effects.walk import (
     immediate,
     named_address,
     never_null,
+    never_null_when_allocated,
 )
 from elfpatch.elf.constants import EM_AARCH64
 
@@ -360,7 +361,11 @@ class Arm64Walk(FunctionWalk):
         tests a register that holds a number known not to be (``tested_against_zero``)."""
         register, _, rest = operands.partition(", ")
         value = self.state.get(_a64_register(register) or "")
-        if value is None or value.constant is None:
+        if value is None:
+            return False
+        if mnemonic == "cbz" and register[:1] == "x" and never_null_when_allocated(value):
+            return True
+        if value.constant is None:
             return False
         if mnemonic == "cbz":
             return value.constant != 0

@@ -19,6 +19,19 @@ all may go on; so does a loop, whose exits are not all known to die before
 its body is (the least fixed point).  Exception landing pads that unwind
 further die too: an exception out of an initializer ends the program.
 
+Code that nothing in the function falls or branches into, from its entry on,
+runs only while an exception unwinds: a landing pad (a cleanup, a catch), or
+what follows a call that never returns.  At start-up that is a failure on
+the way, and what it touches is dropped as a dying stretch's is: warp's
+``warp.so`` links the C++ runtime in, stripped, and an initializer's call of
+``std::__throw_system_error`` went on, past the unnamed ``__cxa_throw``, into
+its cleanup's ``__cxa_free_exception``, charged with the runtime's emergency
+pool before the runtime's own initializer built it (600 false errors).  A
+sized function's sweep read its landing pads and a stripped copy's stopped
+at the last return: the two now agree.  Where the sweep met a jump it could
+not follow (a switch it could not read, a jump through a register), unentered
+code may be that jump's target and counts as entered.
+
 A stretch that only a branch that is never taken enters is dropped too:
 NVIDIA's libraries test ``getenv(name) == (char *)-1`` before code that
 sets LLVM up (libnvJitLink: 9 times), and ``getenv`` returns a string or
@@ -124,17 +137,27 @@ class Stretches:
         return found
 
     def dead(self, outside_dies: Callable[[int], bool], inside: Callable[[int], bool],
-             leads: Sequence[list[int] | None]) -> list[bool]:
+             leads: Sequence[list[int] | None], jumps_followed: bool) -> list[bool]:
         """Which stretches die, or are never entered (``leads``: ``self.leads``).
 
         ``inside``: whether an address is in the function swept (a branch out of it
-        leads into split-off code, dying when ``outside_dies`` says so)."""
+        leads into split-off code, dying when ``outside_dies`` says so);
+        ``jumps_followed``: every jump of the function was followed (``unentered``)."""
         dead = [fate == DIES for fate in self.fates]
         if self.any_dies:
             dead = die_back(dead, leads)
-        for n in self._never_entered(inside):
+        unentered = self.unentered(inside) if jumps_followed else self._never_entered(inside)
+        for n in unentered:
             dead[n] = True
         return dead
+
+    def unentered(self, inside: Callable[[int], bool]) -> set[int]:
+        """The stretches that no stretch entered from the function's first one falls or
+        branches into: landing pads, and what only they (or a branch never taken)
+        lead to."""
+        successors = self.successors(inside)
+        return set(range(len(self.starts))) - _reached([0], successors) \
+            if self.starts else set()
 
     def leads(self, outside_dies: Callable[[int], bool],
               inside: Callable[[int], bool]) -> list[list[int] | None]:
@@ -151,7 +174,7 @@ class Stretches:
         never = {n for n, start in enumerate(self.starts) if n and start in self.never}
         if not never:
             return never
-        successors = self._successors(inside)
+        successors = self.successors(inside)
         entered_by = {n for following in successors for n in following}
         roots = [n for n in range(len(self.starts))
                  if n == 0 or (n not in entered_by and n not in never)]
@@ -169,7 +192,7 @@ class Stretches:
         first = bisect_left(self.starts, entry)
         if first == len(self.starts) or self.starts[first] != entry:
             return None
-        successors = self._successors(inside)
+        successors = self.successors(inside)
         runs = _reached([0], successors)
         if first not in runs:
             return None
@@ -188,7 +211,7 @@ class Stretches:
                     pending.append(n)
         return block
 
-    def _successors(self, inside: Callable[[int], bool]) -> list[list[int]]:
+    def successors(self, inside: Callable[[int], bool]) -> list[list[int]]:
         """The stretches each stretch falls or branches into, within the function."""
         successors: list[list[int]] = [[n + 1] if falls and n + 1 < len(self.starts) else []
                                        for n, falls in enumerate(self.falls_on)]
@@ -270,16 +293,26 @@ class StretchMap:
     leads: list[list[int] | None]  # where each stretch may go on (``Stretches._leads``)
     dead: list[bool]  # the stretches found to die when the function was swept
     calls: list[tuple[int, FunctionKey]]  # (event index, function) of each call followed
+    # The stretches each falls or branches into (``Stretches.successors``), when every
+    # jump of the function was followed; None when unentered code counts as entered.
+    successors: list[list[int]] | None = None
 
     def live(self, events: list[Event], fails: Callable[[FunctionKey], bool],
              ) -> list[Event]:
-        """``events`` less what stretches that lead only into a failing call touch."""
+        """``events`` less what stretches that lead only into a failing call touch,
+        and what only code after such a call enters."""
         failing = {self.stretch_of[n] for n, callee in self.calls if fails(callee)}
         failing.discard(-1)
         if not failing:
             return events
         dead = die_back([died or n in failing for n, died in enumerate(self.dead)],
                         self.leads)
+        if self.successors is not None:
+            # Nothing after a call that never returns runs: its stretch leads nowhere.
+            ways_on = [[] if n in failing else following
+                       for n, following in enumerate(self.successors)]
+            entered = _reached([0], ways_on)
+            dead = [died or n not in entered for n, died in enumerate(dead)]
         return [events[n] for n in kept_events(events, self.stretch_of, dead)]
 
 

@@ -133,6 +133,16 @@ def never_null(value: Value | None) -> bool:
             and value.got.symbol is not None
     return value.address is not None
 
+def never_null_when_allocated(value: Value) -> bool:
+    """Whether ``value`` is what an allocator just returned: NULL only when memory has
+    run out (operator new throws instead), so what the code does then is no finding
+    of start-up's.  A statically linked C++ runtime's ``__cxa_allocate_exception``
+    takes its emergency pool (and the pool's lock, built by the runtime's own
+    initializer) only when malloc fails: warp's ``warp.so``, 612 false init-order
+    errors on that lock."""
+    return value.returned_by in ALLOCATORS
+
+
 # Values are built for nearly every instruction that names an address or a number;
 # made from the whole tuple, every field in order, they cost a quarter of what the
 # keyword call does.
@@ -363,14 +373,23 @@ class FunctionWalk:
 
     def dying_stretches(self) -> tuple[list[list[int] | None] | None, list[bool] | None]:
         """Where each stretch leads (when some call may turn out never to return, or a
-        stretch dies), and which die (None: none)."""
+        stretch dies, or code is entered only by unwinding), and which die (None:
+        none)."""
         stretches = self.stretches
-        dies = stretches.any_dies or bool(stretches.never)
+        followed = self.jumps_followed
+        dies = stretches.any_dies or bool(stretches.never) \
+            or (followed and bool(stretches.unentered(self.inside)))
         if not dies and not self.summary.callees:
             return None, None
         leads = stretches.leads(self.tail_fails, self.inside)
-        dead = stretches.dead(self.tail_fails, self.inside, leads) if dies else None
+        dead = stretches.dead(self.tail_fails, self.inside, leads, followed) if dies else None
         return leads, dead if dead is not None and any(dead) else None
+
+    @property
+    def jumps_followed(self) -> bool:
+        """Whether the sweep followed every jump: then code nothing falls or branches
+        into is entered only by unwinding (``dying``)."""
+        return StopReason.INDIRECT_JUMP not in self.summary.stopped
 
     def inside(self, address: int) -> bool:
         return self.start <= address < self.end
@@ -402,8 +421,9 @@ class FunctionWalk:
         calls = [(n, function_key(event[1], event[2])) for n, event in enumerate(events)
                  if event[0] == CALL]
         stretch_of = stretch_of + [-1] * (len(events) - len(stretch_of))
+        successors = self.stretches.successors(self.inside) if self.jumps_followed else None
         self.summary.stretch_map = StretchMap(stretch_of, leads,
-                                              dead or [False] * len(leads), calls)
+                                              dead or [False] * len(leads), calls, successors)
 
     def tails_again(self) -> None:
         """Code further down that jumps back into a tail already swept (a block laid
@@ -792,9 +812,10 @@ class FunctionWalk:
         """A test of ``register`` against zero that ends at ``following``: remembered
         when the register holds a number known not to be zero (what a function of
         this object always returns: LLVM's ``if (getNonFoldableAlwaysTrue()) return;``
-        before the calls that force passes to link)."""
+        before the calls that force passes to link), or what an allocator just
+        returned (``never_null_when_allocated``)."""
         value = self.state.get(register) if register is not None else None
-        if value is not None and value.constant:
+        if value is not None and (value.constant or never_null_when_allocated(value)):
             self.never_equal = following
 
     def set_on_condition(self, register: str | None, equal: bool, at: int) -> None:
