@@ -6,7 +6,10 @@ message and throws, on every way through it, without being declared
 ``[[noreturn]]``.  It calls ``validated(seed)`` too, whose failed branch
 reads ``config_name`` (itself, and through a call) and aborts, in place.
 ``never.cpp``'s initializer reads it only where ``getenv`` returned -1,
-which it never does; ``force.cpp``'s (LLVM's way of forcing passes to link)
+which it never does; ``allocated.cpp``'s only where ``malloc`` returned NULL,
+which it does only when memory has run out; ``caught.cpp``'s in a catch block
+around a call that does not throw (a landing pad, entered only by unwinding);
+``force.cpp``'s (LLVM's way of forcing passes to link)
 returns at once unless it did, before a block of calls with branches of its
 own, one of which reads it; ``always.cpp``'s (LLVM's newer way) returns at
 once when a function that always returns true says so.  ``reader.cpp``
@@ -16,9 +19,10 @@ The oracles are what each build prints (``reader_seen=0`` where the read
 came first; ``early_value=42``, ``early_validated=22`` and
 ``never_value=5`` always) and ASan's init-order checker in strict mode,
 which stops at the first read of another TU's global while initializing:
-``reader.cpp``'s, after ``early.cpp``'s and ``never.cpp``'s initializers
-have run without touching it.  ``inits`` must charge ``early.cpp``,
-``never.cpp``, ``force.cpp`` and ``always.cpp`` with nothing and report
+``reader.cpp``'s, after ``early.cpp``'s, ``never.cpp``'s, ``allocated.cpp``'s and
+``caught.cpp``'s initializers have run without touching it.  ``inits`` must
+charge ``early.cpp``, ``never.cpp``, ``allocated.cpp``, ``caught.cpp``,
+``force.cpp`` and ``always.cpp`` with nothing and report
 ``reader.cpp`` exactly where the program shows the bug, stripped or not.
 """
 
@@ -54,6 +58,8 @@ def test_only_the_real_read_is_reported(machine: str, program: str) -> None:
     assert output["early_value"] == "42"  # the check passed: fail never ran
     assert output["early_validated"] == "22"  # nor did the failed branch
     assert output["never_value"] == "5"  # nor the branch on getenv's result being -1
+    assert output["allocated_value"] == "6"  # nor the one on malloc's being NULL
+    assert output["caught_value"] == "43"  # nor the catch block
     path = built.path(program)
     found = risks(inits_of(path), *ORDER_KINDS)
     charged_only_the_reader(path, found, output, "_Z11config_nameB5cxx11")
