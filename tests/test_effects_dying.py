@@ -30,8 +30,9 @@ def dying(stretches: Stretches, events: int,
     """The (first, end) event index ranges of the stretches that die (``jumps_followed``:
     the sweep followed every jump of the function)."""
     stretches.close(events, 0x1100)
+    unentered = stretches.unentered(stretches.successors(inside)) if jumps_followed else None
     dead = stretches.dead(outside_dies, inside, stretches.leads(outside_dies, inside),
-                          jumps_followed)
+                          unentered)
     ends = [*stretches.first_event[1:], stretches.closed_at]
     return [(first, end) for first, end, died in zip(stretches.first_event, ends, dead,
                                                      strict=True) if died and end > first]

@@ -137,25 +137,24 @@ class Stretches:
         return found
 
     def dead(self, outside_dies: Callable[[int], bool], inside: Callable[[int], bool],
-             leads: Sequence[list[int] | None], jumps_followed: bool) -> list[bool]:
+             leads: Sequence[list[int] | None], unentered: set[int] | None) -> list[bool]:
         """Which stretches die, or are never entered (``leads``: ``self.leads``).
 
         ``inside``: whether an address is in the function swept (a branch out of it
         leads into split-off code, dying when ``outside_dies`` says so);
-        ``jumps_followed``: every jump of the function was followed (``unentered``)."""
+        ``unentered``: what ``unentered`` found where the sweep followed every jump
+        (None: it did not)."""
         dead = [fate == DIES for fate in self.fates]
         if self.any_dies:
             dead = die_back(dead, leads)
-        unentered = self.unentered(inside) if jumps_followed else self._never_entered(inside)
-        for n in unentered:
+        for n in self._never_entered(inside) if unentered is None else unentered:
             dead[n] = True
         return dead
 
-    def unentered(self, inside: Callable[[int], bool]) -> set[int]:
+    def unentered(self, successors: Sequence[list[int]]) -> set[int]:
         """The stretches that no stretch entered from the function's first one falls or
-        branches into: landing pads, and what only they (or a branch never taken)
-        lead to."""
-        successors = self.successors(inside)
+        branches into (``successors``: ``self.successors``): landing pads, and what
+        only they (or a branch never taken) lead to."""
         return set(range(len(self.starts))) - _reached([0], successors) \
             if self.starts else set()
 

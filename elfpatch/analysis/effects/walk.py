@@ -376,13 +376,13 @@ class FunctionWalk:
         stretch dies, or code is entered only by unwinding), and which die (None:
         none)."""
         stretches = self.stretches
-        followed = self.jumps_followed
-        dies = stretches.any_dies or bool(stretches.never) \
-            or (followed and bool(stretches.unentered(self.inside)))
+        unentered = stretches.unentered(stretches.successors(self.inside)) \
+            if self.jumps_followed else None
+        dies = stretches.any_dies or bool(stretches.never) or bool(unentered)
         if not dies and not self.summary.callees:
             return None, None
         leads = stretches.leads(self.tail_fails, self.inside)
-        dead = stretches.dead(self.tail_fails, self.inside, leads, followed) if dies else None
+        dead = stretches.dead(self.tail_fails, self.inside, leads, unentered) if dies else None
         return leads, dead if dead is not None and any(dead) else None
 
     @property
