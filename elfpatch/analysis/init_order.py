@@ -154,6 +154,9 @@ def analyse_object_fully(elf: ElfFile, path: str, member: str | None = None,
         return ObjectAnalysis(report, [], {})
     analyzer = EffectsAnalyzer(elf)
     entries = listing.followed
+    analyzer.index.note_entries(entry.address for entry in (*listing.initializers,
+                                                            *listing.finalizers)
+                                if entry.address is not None)
     if analyzer.supported and len(entries) >= _PARALLEL_MINIMUM:
         analyzer.prefetch([entry.address for entry in entries if entry.address is not None
                            and not is_merged_initializer(entry.symbol)], alongside)

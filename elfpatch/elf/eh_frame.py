@@ -58,6 +58,12 @@ class FunctionBounds:
     def available(self) -> bool:
         return bool(self._table)
 
+    @property
+    def starts(self) -> array[int]:
+        """Where each function (or split-off part) the table describes starts, sorted."""
+        table = self._table
+        return table[0] if table is not None else array("Q")
+
     def size_at(self, start: int) -> int | None:
         """The size of the function (or split-off part) starting at ``start``, or None."""
         table = self._table

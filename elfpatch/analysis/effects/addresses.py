@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_right
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import compress, repeat
@@ -172,6 +172,7 @@ class AddressIndex:
         self._relocations = C.RELOCATIONS.get(self.machine)
         self._stubs: dict[int, GotEntry | None] = {}
         self._constant_keys: dict[int, str | None] = {}
+        self._entries: list[int] = []  # ``note_entries``, sorted
 
     def prepare(self) -> None:
         """Build the indexes now, so that a corrupt table raises here."""
@@ -352,6 +353,24 @@ class AddressIndex:
     @cached_property
     def _bounds(self) -> FunctionBounds:
         return FunctionBounds(self.elf)
+
+    def note_entries(self, addresses: Iterable[int]) -> None:
+        """Functions known to start at ``addresses`` (an object's initializers) although
+        no symbol or unwind entry says so: a sweep of unknown length ends there."""
+        self._entries = sorted({*self._entries, *addresses})
+
+    def next_function_start(self, address: int) -> int | None:
+        """The nearest place above ``address`` where a function is known to start: a
+        function symbol's, an unwind entry's, a noted entry's; None where none is."""
+        found = [starts[k] for starts in (self._known_starts, self._entries)
+                 if (k := bisect_right(starts, address)) < len(starts)]
+        return min(found, default=None)
+
+    @cached_property
+    def _known_starts(self) -> list[int]:
+        functions = self._functions
+        return sorted({*(functions.by_address if functions is not None else ()),
+                       *self._bounds.starts})
 
     @property
     def knows_functions(self) -> bool:

@@ -722,7 +722,7 @@ class EffectsAnalyzer:
         assert self._walk is not None
         found = self.index.function_at(address)
         size = found[1] if found else 0
-        limit = min(size, MAX_FUNCTION_BYTES) if size else MAX_UNSIZED_BYTES
+        limit = min(size, MAX_FUNCTION_BYTES) if size else self._unsized_limit(address)
         code = self.index.code_at(address, limit)
         if code is None or (size and len(code) < min(size, MAX_FUNCTION_BYTES)):
             return incomplete(StopReason.UNREADABLE)
@@ -738,6 +738,16 @@ class EffectsAnalyzer:
         if size > MAX_FUNCTION_BYTES:
             summary.stop_here(StopReason.SIZE_CAP)
         return summary
+
+
+    def _unsized_limit(self, address: int) -> int:
+        """How far a function of unknown size is swept: up to the next function known to
+        start (warp's ``warp.so`` has unwind entries for a few functions only: an
+        initializer's sweep ran on, after its last jump, into the next initializer
+        and charged it with that one's construction)."""
+        following = self.index.next_function_start(address)
+        return min(MAX_UNSIZED_BYTES, following - address) if following is not None \
+            else MAX_UNSIZED_BYTES
 
 
 # What a function's own code does to a global that ``path_to`` looks for.

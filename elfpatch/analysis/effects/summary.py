@@ -940,7 +940,9 @@ def _built_extents(wanted: set[int], marked: list[list[str]], addresses: dict[st
     such a group stores to at or past it before the next address the group takes
     as a pointer: where the object's builder stops before it builds the next one
     (one initializer building a row of 16-byte objects skips what lies between
-    two of them)."""
+    two of them).  A group whose only store is the start it takes as a pointer
+    hands the object to code that builds it (a string's constructor, another
+    library's): that says nothing of where the object ends."""
     extents: dict[int, int] = {}
     for keys, stores in zip(marked, stored, strict=True):
         hit = stores & wanted
@@ -952,6 +954,8 @@ def _built_extents(wanted: set[int], marked: list[list[str]], addresses: dict[st
             k = bisect_right(taken, start)
             below = bisect_left(ordered, taken[k]) if k < len(taken) else len(ordered)
             top = ordered[below - 1]
+            if top == start and k and taken[k - 1] == start:
+                continue  # built by the code it is handed to
             extents[start] = max(extents.get(start, top), top)
     return extents
 
