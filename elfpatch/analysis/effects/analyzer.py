@@ -739,7 +739,6 @@ class EffectsAnalyzer:
             summary.stop_here(StopReason.SIZE_CAP)
         return summary
 
-
     def _unsized_limit(self, address: int) -> int:
         """How far a function of unknown size is swept: up to the next function known to
         start (warp's ``warp.so`` has unwind entries for a few functions only: an

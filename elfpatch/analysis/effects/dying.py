@@ -26,7 +26,7 @@ the way, and what it touches is dropped as a dying stretch's is: warp's
 ``warp.so`` links the C++ runtime in, stripped, and an initializer's call of
 ``std::__throw_system_error`` went on, past the unnamed ``__cxa_throw``, into
 its cleanup's ``__cxa_free_exception``, charged with the runtime's emergency
-pool before the runtime's own initializer built it (600 false errors).  A
+pool before the runtime's own initializer built it (619 false errors).  A
 sized function's sweep read its landing pads and a stripped copy's stopped
 at the last return: the two now agree.  Where the sweep met a jump it could
 not follow (a switch it could not read, a jump through a register), unentered
