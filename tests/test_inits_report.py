@@ -64,6 +64,34 @@ def test_text_names_what_is_read_at_exit() -> None:
     assert "error: destruction-order" in text
 
 
+# Four TUs read one string through one function before its TU builds it: one finding,
+# reached from four initializers (ZDoom's console commands each register through one).
+REPEATED = {
+    **{f"reader{k}.cpp": (f"#include <cstddef>\nstd::size_t config_size();\n"
+                          f"std::size_t seen{k} = config_size();\n") for k in range(4)},
+    "access.cpp": ("#include <cstddef>\n#include <string>\nextern std::string config;\n"
+                   "std::size_t config_size() { return config.size(); }\n"),
+    "config.cpp": "#include <string>\nstd::string config(40, 'c');\n",
+    "main.cpp": "int main() { return 0; }\n",
+}
+
+
+def test_text_gives_a_finding_reached_from_many_initializers_once() -> None:
+    program = build.build_executable(REPEATED, "repeated", ["-O2"],
+                                     toolchain=toolchain("x86_64"))
+    record = inits_of(program)
+    errors = risks(record, "init-order")
+    assert len(errors) == 4 and {r["object"] for r in errors} == {"_Z6configB5cxx11"}
+    text = run_elfpatch("inits", str(program)).stdout
+    assert "risks: 4 errors" in text
+    assert text.count("error: init-order") == 1
+    assert ("and 3 more of this finding, reached from other code: "
+            "_GLOBAL__sub_I_seen1, _GLOBAL__sub_I_seen2, _GLOBAL__sub_I_seen3 (-v lists each)"
+            ) in text
+    verbose = run_elfpatch("inits", "-v", str(program)).stdout
+    assert verbose.count("error: init-order") == 4 and "more of this finding" not in verbose
+
+
 # -- coverage -------------------------------------------------------------------------------
 
 COVERAGE = {

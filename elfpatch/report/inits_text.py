@@ -1,11 +1,15 @@
 """Human-readable rendering of ``inits`` results.
 
-Errors come first, one by one, then the warnings one can act on (an order
-that holds only by the link order).  Exit-time destructors are many in a real
-library (thousands in libtorch_cpu.so, most of them ``<iostream>``'s init
-object): without ``-v`` they are one census line, the objects read at exit
-named (where destroying them matters); ``-v`` groups them by translation unit
-and lists every one, as the JSON does.
+Errors come first, then the warnings one can act on (an order that holds only
+by the link order).  Findings that differ only in where the code comes from
+(one object, one constructor, the same function touching it, reached from
+many initializers: ZDoom's console commands each register through one
+function) are one entry without ``-v``, the other places counted and the
+first few named: ViZDoom's 677 errors are 6 such entries.  Exit-time
+destructors are many in a real library (thousands in libtorch_cpu.so, most
+of them ``<iostream>``'s init object): without ``-v`` they are one census
+line, the objects read at exit named (where destroying them matters); ``-v``
+groups them by translation unit and lists every one, as the JSON does.
 """
 
 from __future__ import annotations
@@ -19,10 +23,12 @@ from elfpatch.cxx.demangle import demangle
 from elfpatch.elf.constants import ELF_TYPE_NAMES, ET_REL
 from elfpatch.report.style import Styler, plural
 
-# Without -v: this many other warnings, units of exit-time destructors, objects per unit.
+# Without -v: this many other warnings (entries of them), units of exit-time destructors,
+# objects per unit, other places a repeated finding comes from.
 _WARNINGS_SHOWN = 5
 _UNITS_SHOWN = 10
 _OBJECTS_SHOWN = 3
+_PLACES_SHOWN = 4
 
 
 def render_inits(result: InitsResult, style: Styler, verbose: bool = False) -> str:
@@ -121,11 +127,14 @@ def _render_risks(risks: tuple[Risk, ...], style: Styler, verbose: bool) -> list
     if destructors:
         head += f"; {plural(len(destructors), 'object')} destroyed at exit"
     lines = [head]
-    shown = errors + (others if verbose else others[:_WARNINGS_SHOWN])
-    lines += [_risk_line(risk, style) for risk in shown]
-    if len(shown) < len(errors) + len(others):
-        hidden = len(errors) + len(others) - len(shown)
-        lines.append(style(f"    … and {hidden} more warnings (-v lists all)", "dim"))
+    if verbose:
+        lines += [_risk_line(risk, style) for risk in errors + others]
+    else:
+        warnings = _repeated(others)
+        lines += [_entry(group, style) for group in _repeated(errors) + warnings[:_WARNINGS_SHOWN]]
+        hidden = sum(map(len, warnings[_WARNINGS_SHOWN:]))
+        if hidden:
+            lines.append(style(f"    … and {hidden} more warnings (-v lists all)", "dim"))
     if destructors:
         lines.append(_destructor_census(destructors, style, verbose))
     if destructors and verbose:
@@ -139,6 +148,29 @@ def _risk_line(risk: Risk, style: Styler) -> str:
     line = "    " + style(f"{risk.severity}: {risk.kind}", role) + f": {risk.message}"
     if risk.via:
         line += "\n" + style("      via " + " → ".join(risk.via), "dim")
+    return line
+
+
+def _repeated(risks: list[Risk]) -> list[list[Risk]]:
+    """``risks`` in entries of those that differ only in where the code comes from: one
+    object, one constructor (or destructor), the same function touching it; in the
+    order of each entry's first."""
+    entries: dict[tuple[object, ...], list[Risk]] = {}
+    for risk in risks:
+        key = (risk.severity, risk.kind, risk.object, risk.object_address,
+               risk.constructed_by, risk.constructed_by_address, risk.key,
+               risk.via[-1] if risk.via else None)
+        entries.setdefault(key, []).append(risk)
+    return list(entries.values())
+
+
+def _entry(risks: list[Risk], style: Styler) -> str:
+    """The first of a repeated finding in full; the others counted, the first few named."""
+    line = _risk_line(risks[0], style)
+    if len(risks) > 1:
+        places = _first(list(dict.fromkeys(risk.reader for risk in risks[1:])), _PLACES_SHOWN)
+        line += "\n" + style(f"      and {len(risks) - 1} more of this finding, reached from "
+                             f"other code: {places} (-v lists each)", "dim")
     return line
 
 
