@@ -503,7 +503,8 @@ class X86Walk(FunctionWalk):
         if not self.state and not self.absolute and "rip" not in operands:
             return True
         destination, _, source = operands.partition(", ")
-        located = self.memory(source, following) if "[" in source else None
+        # The table's own address, whatever number the index holds (``index_value``).
+        located = self.memory(source, following, False) if "[" in source else None
         value = None
         if located is not None:
             base, offset = located
@@ -586,18 +587,22 @@ class X86Walk(FunctionWalk):
             return None
         return address_value(base.address + offset)
 
-    def memory(self, operand: str, following: int) -> tuple[Value, int] | None:
-        """(base value, displacement) of a memory operand whose base is known."""
+    def memory(self, operand: str, following: int,
+               indexed: bool = True) -> tuple[Value, int] | None:
+        """(base value, displacement) of a memory operand whose base is known; with
+        ``indexed``, a known number in the index register moves it (``indexed``)."""
         open_at = operand.find("[")
         inner = operand[open_at + 1 : operand.find("]", open_at)]
         if inner.startswith("rip + 0x") and operand[open_at - 1 : open_at] != ":":
             displacement = number(inner[6:])  # the usual form
             if displacement is not None:
                 return address_value(following + displacement), 0
-        family, offset, segment, from_rip = _memory_operand(operand)
+        family, offset, segment, from_rip, index, scale = _memory_operand(operand)
         base: Value | None = None
         if family is not None:
             base = self.state.get(family)
+            if indexed and index is not None and offset is not None and base is not None:
+                base, offset = self.indexed(base, offset, index, scale)
             if base is None or base.constant is not None:  # a number is no object's address
                 return None
         if offset is None:
@@ -611,7 +616,39 @@ class X86Walk(FunctionWalk):
         # An absolute address, perhaps indexed: only a fixed-address executable has them.
         return (address_value(offset), 0) if self.absolute else None
 
+    def indexed(self, base: Value, offset: int, index: str,
+                scale: int) -> tuple[Value | None, int]:
+        """``[base + index*scale + offset]`` where the index register holds a known
+        number, or holds the address and the base the number: the address and the
+        offset that number makes.  gcc's medium and large code models reach large
+        objects (``.ldata``, ``.lbss``) as the GOT's address plus a 64-bit offset
+        (``movabs rdx, sym@GOTOFF``; ``mov [rax + rdx + 8], rsi``): cuFFT's tables.
+        Anything else stays as it was: an unknown index into the object at ``base``."""
+        number_at = self.state.get(index)
+        if number_at is not None and number_at.constant is not None \
+                and base.constant is None:
+            moved = number_at.constant * scale
+        elif base.constant is not None and scale == 1 and number_at is not None \
+                and number_at.constant is None:
+            moved, base = base.constant, number_at
+        else:
+            return base, offset
+        if base.address is None or not base.exact or base.got is not None:
+            return None, offset  # an offset from what is no known address
+        return address_value((base.address + moved + offset) & _ADDRESS_MASK), 0
+
     # -- moves ----------------------------------------------------------------------
+    def on_movabs(self, following: int, operands: str) -> bool:
+        """``movabs reg, imm64``: the number is kept whatever the register (only argument
+        registers keep numbers otherwise): it is a 64-bit offset from the GOT's address
+        to a large object (``indexed``)."""
+        destination, _, source = operands.partition(", ")
+        found = immediate(source)
+        if found is None or destination not in _X86_QWORD:
+            return self.on_mov(following, operands)
+        self.set(_X86_FAMILY[destination], constant_value(found))
+        return True
+
     def on_mov(self, following: int, operands: str) -> bool:
         if not self.state and not self.absolute and "rip" not in operands:
             if operands[-1:] != "]":  # a number the code may pass to a call
@@ -792,7 +829,10 @@ def _conditional(condition: str | None) -> Callable[[X86Walk, int, str], bool]:
     return handler
 
 
-_MemoryOperand = tuple[str | None, int | None, bool, bool]
+# (base register's family, displacement, segment prefixed, rip-relative, index register's
+# family, scale)
+_MemoryOperand = tuple[str | None, int | None, bool, bool, str | None, int]
+_ADDRESS_MASK = (1 << 64) - 1
 # Keyed by the encoding alone: the detailed engine decoding it is x86-64's, whichever
 # analyzer made it (keying by the engine too kept every analyzer's engine alive).
 _ACCESSES: dict[bytes, tuple[bool, bool]] = {}
@@ -810,8 +850,20 @@ def _read_memory_operand(operand: str) -> _MemoryOperand:
     open_at = operand.find("[")
     inner = operand[open_at + 1 : operand.find("]", open_at)]
     first = inner.partition(" ")[0]
+    index, scale = _index_register(inner)
     return (_X86_FAMILY.get(first), _displacement(inner), ":" in operand[:open_at],
-            first == "rip")
+            first == "rip", index, scale)
+
+
+def _index_register(inner: str) -> tuple[str | None, int]:
+    """The index register's family and its scale in ``rax + rdx*8 + 0x10`` (capstone
+    writes the base first); (None, 1) when there is none."""
+    for token in inner.split(" ")[1:]:
+        register, _, scale = token.partition("*")
+        family = _X86_FAMILY.get(register)
+        if family is not None:
+            return family, int(scale) if scale.isdigit() else 1
+    return None, 1
 
 
 def _stack_key(operand: str) -> str | None:
@@ -860,7 +912,7 @@ X86Walk.HANDLERS = {
     "call": X86Walk.on_call, "bnd call": X86Walk.on_call, "notrack call": X86Walk.on_call,
     "jmp": X86Walk.on_jmp, "bnd jmp": X86Walk.on_jmp, "notrack jmp": X86Walk.on_jmp,
     "notrack bnd jmp": X86Walk.on_jmp,
-    "lea": X86Walk.on_lea, "mov": X86Walk.on_mov, "movabs": X86Walk.on_mov,
+    "lea": X86Walk.on_lea, "mov": X86Walk.on_mov, "movabs": X86Walk.on_movabs,
     "movsxd": X86Walk.on_movsxd,
     **{mnemonic: _conditional(None if mnemonic in _X86_LOOPS or mnemonic.endswith("cxz")
                               else mnemonic[1:]) for mnemonic in _X86_CONDITIONAL},
