@@ -617,13 +617,15 @@ class X86Walk(FunctionWalk):
         return (address_value(offset), 0) if self.absolute else None
 
     def indexed(self, base: Value, offset: int, index: str,
-                scale: int) -> tuple[Value | None, int]:
+                scale: int) -> tuple[Value, int]:
         """``[base + index*scale + offset]`` where the index register holds a known
         number, or holds the address and the base the number: the address and the
         offset that number makes.  gcc's medium and large code models reach large
         objects (``.ldata``, ``.lbss``) as the GOT's address plus a 64-bit offset
         (``movabs rdx, sym@GOTOFF``; ``mov [rax + rdx + 8], rsi``): cuFFT's tables.
-        Anything else stays as it was: an unknown index into the object at ``base``."""
+        A base that is no exact address (a parameter, a GOT slot's value) keeps the
+        number in its offset; an index not known stays as it was: somewhere in the
+        object at ``base``."""
         number_at = self.state.get(index)
         if number_at is not None and number_at.constant is not None \
                 and base.constant is None:
@@ -634,7 +636,7 @@ class X86Walk(FunctionWalk):
         else:
             return base, offset
         if base.address is None or not base.exact or base.got is not None:
-            return None, offset  # an offset from what is no known address
+            return base, offset + moved
         return address_value((base.address + moved + offset) & _ADDRESS_MASK), 0
 
     # -- moves ----------------------------------------------------------------------
