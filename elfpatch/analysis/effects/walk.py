@@ -369,6 +369,7 @@ class FunctionWalk:
             self.tails_again()
         if events:
             self.guard_by_flag(first, stretch_of)
+            self.guard_by_counter(first, stretch_of)
         self.map_stretches(stretch_of, leads, dead)
         return self.summary
 
@@ -517,6 +518,43 @@ class FunctionWalk:
             # guards an inline variable's construction, which each TU makes where its
             # code reaches it (``detour``), in the function that reads it.
             self.guard_block(flag, test.unset, stretch_of)
+
+    def guard_by_counter(self, first: int, stretch_of: list[int]) -> None:
+        """A nifty counter: the function first bumps a global count and goes on only
+        when it was zero (``if (count++ == 0) { … }``; ``std::ios_base::Init``'s
+        constructor, which every TU that includes ``<iostream>`` calls).  What
+        follows runs on the first call only: it is guarded by the count, as
+        ``guard_by_flag`` guards what a flag allows.  The count is never set to a
+        number in the function (the body may bump it again: libstdc++'s raises it
+        past one at the end), and its test sends a count that was not zero straight
+        to a return (``counter_tested``).  A stripped C++ runtime linked in has no
+        name for it: cuFFT's 470 initializers each call it, and what its first call
+        builds was charged to all of them (113 false link-order warnings).
+        ``first``: where the instruction that reads the count is."""
+        events = self.events
+        read = next((n for n, event in enumerate(events) if event[0] != ADDRESS), None)
+        if read is None or events[read][0] != READ or type(events[read][1]) is not str:
+            return
+        counter = events[read][1]
+        body = read
+        while body < len(events) and events[body][1] == counter \
+                and events[body][0] in (READ, WRITE):
+            body += 1
+        if not any(event[0] == WRITE for event in events[read:body]) \
+                or any(event[1] == counter and (event[0] not in (READ, WRITE)
+                                                or event[3] in (ZERO_STORE, ONE_STORE))
+                       for event in events[body:]) \
+                or any(event[0] == GUARD for event in events) or not self.counter_tested(first):
+            return
+        events.insert(body, (GUARD, True, counter, 0))
+        stretch_of.insert(body, -1)
+        events.append((GUARD, False, counter, 0))
+
+    def counter_tested(self, first: int) -> bool:
+        """Whether the count updated at ``first`` (read whole into a register, or
+        exchanged and added) is tested right after, the way taken when it was not zero
+        returning at once; False for an instruction set that does not say."""
+        return False
 
     def guard_block(self, flag: str, entry: int, stretch_of: list[int]) -> None:
         """The events of the block that runs only while ``flag`` is not set (entered

@@ -82,6 +82,8 @@ _X86_STOPS = frozenset({"ret", "retf", "bnd ret", "ud2", "hlt", "int3"})
 _X86_SHORT_EXIT = frozenset({"pop", "add", "sub", "lea", "mov", "xor", "leave", "nop",
                              "endbr64", "movzx", "movsx"})
 _SHORT_EXIT = 12  # instructions
+# From a nifty counter's read to its test: the increment and its store come between.
+_COUNTER_TEST_REACH = 5
 _X86_LOW_BYTE = {"eax": "al", "ebx": "bl", "ecx": "cl", "edx": "dl", "esi": "sil",
                  "edi": "dil", **{f"r{n}d": f"r{n}b" for n in range(8, 16)}}
 _X86_NO_DESTINATION = frozenset({"cmp", "test", "push", "bt", "comiss", "comisd", "ucomiss",
@@ -296,6 +298,31 @@ class X86Walk(FunctionWalk):
         if jump == "je":
             return FlagTest(at + size, target, pointer)
         return FlagTest(target, at + size, pointer)
+
+    def counter_tested(self, first: int) -> bool:
+        """``lock xadd [count], eax`` or ``mov eax, [count]`` (then ``lea edx, [rax +
+        1]; mov [count], edx``), then ``test eax, eax`` and ``jne`` to a return, or
+        ``je`` past one."""
+        at_first, *following = self.instructions_at(first, 1 + _COUNTER_TEST_REACH) \
+            or [(0, 0, "", "")]
+        mnemonic, operands = at_first[2:]
+        destination, _, source = operands.partition(", ")
+        register = source if mnemonic.endswith("xadd") else destination
+        if not (mnemonic.endswith("xadd") or mnemonic == "mov") or register not in _X86_WIDE:
+            return False
+        for n, (_at, _size, test, tested) in enumerate(following[:-1]):
+            if test != "test":
+                continue
+            if tested != f"{register}, {register}":
+                return False
+            at, size, jump, target_text = following[n + 1]
+            target = immediate(target_text)
+            if target is None:
+                return False
+            if jump == "jne":
+                return self.returns_at_once(target)
+            return jump == "je" and self.returns_at_once(at + size)
+        return False
 
     def returns_at_once(self, address: int) -> bool:
         """The stack protector's check on the way (a frame slot against ``fs:[0x28]``,
