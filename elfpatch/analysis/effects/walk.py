@@ -493,12 +493,10 @@ class FunctionWalk:
         that runs on every call).  ``first``: where the instruction that reads the
         flag is; ``stretch_of``: each event's stretch, kept in step."""
         events = self.events
-        # The flag's read, after the address of the object it may be a member of
-        # (a file without symbols): both at the one instruction.
-        read = next((n for n, event in enumerate(events) if event[0] != ADDRESS), None)
-        if read is None or events[read][0] != READ or type(events[read][1]) is not str:
+        found = self.first_global_read()
+        if found is None:
             return
-        flag = events[read][1]
+        read, flag = found
         touches = [event for event in events[read + 1:]
                    if event[1] == flag and event[0] != GUARD_BYTE]
         if not touches or any(kind not in (READ, WRITE)
@@ -519,6 +517,16 @@ class FunctionWalk:
             # code reaches it (``detour``), in the function that reads it.
             self.guard_block(flag, test.unset, stretch_of)
 
+    def first_global_read(self) -> tuple[int, str] | None:
+        """(index, key) of the function's first event when it reads a global (a flag's
+        or a count's test), after the address of the object it may be a member of (a
+        file without symbols): both at the one instruction.  None otherwise."""
+        events = self.events
+        read = next((n for n, event in enumerate(events) if event[0] != ADDRESS), None)
+        if read is None or events[read][0] != READ or type(events[read][1]) is not str:
+            return None
+        return read, events[read][1]
+
     def guard_by_counter(self, first: int, stretch_of: list[int]) -> None:
         """A nifty counter: the function first bumps a global count and goes on only
         when it was zero (``if (count++ == 0) { … }``; ``std::ios_base::Init``'s
@@ -532,10 +540,10 @@ class FunctionWalk:
         builds was charged to all of them (113 false link-order warnings).
         ``first``: where the instruction that reads the count is."""
         events = self.events
-        read = next((n for n, event in enumerate(events) if event[0] != ADDRESS), None)
-        if read is None or events[read][0] != READ or type(events[read][1]) is not str:
+        found = self.first_global_read()
+        if found is None:
             return
-        counter = events[read][1]
+        read, counter = found
         body = read
         while body < len(events) and events[body][1] == counter \
                 and events[body][0] in (READ, WRITE):
