@@ -33,7 +33,7 @@ from elfpatch.analysis.initializers import (
     run_priority,
 )
 from elfpatch.analysis.linkage import has_internal_linkage
-from elfpatch.analysis.registries import early_lookups, registry_members
+from elfpatch.analysis.registries import early_lookups, inlined_early_lookups, registry_members
 from elfpatch.analysis.risks import (
     AnalysedInitializer,
     Objects,
@@ -181,7 +181,8 @@ def analyse_object_fully(elf: ElfFile, path: str, member: str | None = None,
     risks = order_risks(analysed, objects, calls) \
         + destruction_order_risks(analysed, exit_code, objects, calls,
                                   lambda code: not analyzer.parameter_use(code, 0)) \
-        + destructor_risks(analysed, read, objects) + early_lookups(analysed, objects, calls)
+        + destructor_risks(analysed, read, objects) + early_lookups(analysed, objects, calls) \
+        + inlined_early_lookups(analysed, objects, calls)
     report = ObjectReport(path, member, listing.machine, listing.elf_type, soname,
                           initializers, listing.finalizers, tuple(risks),
                           all(item.effects.complete for item in analysed),
@@ -405,6 +406,10 @@ def _settled(analyzer: EffectsAnalyzer, analysed: list[AnalysedInitializer],
     # ``find``) is an object of its own, touched by one initializer only.
     handed = {p[0] for item in analysed for p in item.effects.pending}
     in_registries = worth | shared | registry_members(shared, handed, objects)
+    # Code of several TUs inlined into one fetches a registry anew for each TU's part:
+    # whether a part only looks into it (``Effects.looked_up_first``).
+    in_registries.update(entry[1] for item in analysed if item.inline
+                         for entry in item.effects.fetch_log)
     # Code of several TUs inlined into one: whether it builds an object before it
     # reads it is a finding of its own (``order_risks``), one initializer alone.
     for item in analysed:

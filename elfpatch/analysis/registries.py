@@ -68,6 +68,7 @@ from elfpatch.analysis.risks import (
     Severity,
     Via,
     held_by_priority,
+    merged_order,
     no_via,
     set_on_first_use,
 )
@@ -428,6 +429,32 @@ def early_lookups(initializers: Sequence[AnalysedInitializer], objects: Objects 
                 looked_up.add(registry)
                 risks.append(_early_lookup(item, registry, earlier, later, objects,
                                            via(item.address, read)))
+    return risks
+
+
+def inlined_early_lookups(initializers: Sequence[AnalysedInitializer], objects: Objects = NAMES,
+                          via: Via = no_via) -> list[Risk]:
+    """Code of several TUs inlined into one initializer (gcc -flto's merge) that looks
+    into a registry it fetched from its accessor, then fetches it anew and registers
+    into it (``Effects.looked_up_first``): the look-up ran before that registration,
+    in the order the TUs were merged, and finds none of its entries.  Each TU's part
+    fetches the registry for itself; one registration that checks its key is free
+    before inserting does both after a single fetch."""
+    risks = []
+    for item in initializers:
+        if not item.inline:
+            continue
+        for read in item.effects.looked_up_first:
+            name = objects.shown(read)
+            risks.append(Risk(
+                Severity.ERROR, RiskKind.REGISTRATION_ORDER, item.label, objects.label(read),
+                item.label, f"{item.unit} looks up {name} before the code inlined after it "
+                "registers into it: it finds none of those entries (static initialization "
+                f"order fiasco, in {merged_order(item)}); look it up on first use (or in "
+                "main), not from an initializer", reader_part=item.position,
+                constructed_by_part=item.position, object_address=objects.address(read),
+                reader_address=item.address, constructed_by_address=item.address,
+                via=via(item.address, read), unkeyed=True))
     return risks
 
 

@@ -453,16 +453,22 @@ def _order_risk(reader: AnalysedInitializer, constructor: AnalysedInitializer, s
                 constructed_by_address=constructor.address, via=via)
 
 
+def merged_order(item: AnalysedInitializer) -> str:
+    """What decided the order of code of several TUs inlined into one initializer, for
+    a sentence: a stripped object's one initializer may be one TU's as well as a
+    merge."""
+    if item.part is not None or item.entry.symbol:
+        return "the order link-time optimisation merged the initializers"
+    return "declaration order within one TU, or the order link-time optimisation merged the TUs"
+
+
 def _inline_risk(item: AnalysedInitializer, symbol: str, objects: Objects) -> Risk:
     """Code of several TUs inlined into one merged initializer reads a global before
     the same function constructs it: the order link-time optimisation chose."""
-    # A stripped object's one initializer may be one TU's as well as a merge.
-    order = "the order link-time optimisation merged the initializers" \
-        if item.part is not None or item.entry.symbol else \
-        "declaration order within one TU, or the order link-time optimisation merged the TUs"
     return Risk(Severity.ERROR, RiskKind.INIT_ORDER, item.label, objects.label(symbol), item.label,
                 f"{item.unit} reads {objects.shown(symbol)} before the code inlined after it "
-                f"constructs it (static initialization order fiasco, in {order}); make it "
+                "constructs it (static initialization order fiasco, in "
+                f"{merged_order(item)}); make it "
                 "constinit/constexpr or a function-local static", reader_part=item.position,
                 constructed_by_part=item.position, object_address=objects.address(symbol),
                 reader_address=item.address, constructed_by_address=item.address)

@@ -13,6 +13,7 @@ with ``MACHINE`` and ``WALK`` and naming it in ``ARCHITECTURES``.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import re
 from collections.abc import Callable, Collection, Sequence
@@ -45,6 +46,7 @@ from elfpatch.analysis.effects.summary import (
     GuardsHeld,
     Part,
     StopReason,
+    bare_keys_of,
     effects_keys,
     function_key,
     incomplete,
@@ -302,7 +304,12 @@ class EffectsAnalyzer:
         stopped.update(merged.stopped)
         collector = Collector(reached, self.parameter_use)
         collector.events(events)
-        parts.append(Part(None, None, collector.effects(not stopped, stopped), True))
+        effects = collector.effects(not stopped, stopped)
+        # Its own code places objects as the code of the functions it calls does.
+        own = bare_keys_of(events)
+        if own:
+            effects = dataclasses.replace(effects, groups=(own, *effects.groups))
+        parts.append(Part(None, None, effects, True))
 
     def _reach(self, roots: list[FunctionKey], max_depth: int, max_functions: int,
                ) -> tuple[dict[FunctionKey, FunctionSummary], dict[StopReason, None]]:

@@ -59,6 +59,7 @@ from dataclasses import dataclass
 from elfpatch.analysis.effects.summary import (
     ADDRESS,
     CALL,
+    FETCH,
     KEYED,
     PASS,
     PASS_FOREIGN,
@@ -75,7 +76,7 @@ from elfpatch.analysis.effects.summary import (
 OPEN, LIVES, DIES = 0, 1, 2
 # Events that say what code touches or runs (dropped where it dies), not what it holds.
 TOUCHES = frozenset({READ, WRITE, ADDRESS, PASS, PASS_FOREIGN, UNKNOWN_PASS, CALL, KEYED,
-                     STAMP, UNSEEN})
+                     STAMP, UNSEEN, FETCH})
 
 
 class Stretches:

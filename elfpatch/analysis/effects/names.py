@@ -121,6 +121,14 @@ _C_POINTER_USES: dict[str, tuple[int, ...]] = {
     "strchr": (_READS, 0), "strrchr": (_READS, 0), "memchr": (_READS, 0, 0),
     "memcpy": (_WRITES, _READS, 0), "memmove": (_WRITES, _READS, 0),
     "memset": (_WRITES, 0, 0),
+    # libstdc++'s node containers link a node in or out: the tree's header (its
+    # count, its ends) or the list's neighbours are updated, as a registration
+    # inserting into a std::map, std::set or std::list updates the registry.
+    "_ZSt29_Rb_tree_insert_and_rebalancebPSt18_Rb_tree_node_baseS0_RS_":
+        (0, _UPDATES, _UPDATES, _UPDATES),
+    "_ZSt28_Rb_tree_rebalance_for_erasePSt18_Rb_tree_node_baseRS_": (_UPDATES, _UPDATES),
+    "_ZNSt8__detail15_List_node_base7_M_hookEPS0_": (_UPDATES, _UPDATES),
+    "_ZNSt8__detail15_List_node_base9_M_unhookEv": (_UPDATES,),
 }
 
 

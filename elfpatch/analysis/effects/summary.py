@@ -23,6 +23,7 @@ import dataclasses
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from itertools import chain
 from operator import itemgetter
 from types import MappingProxyType
 from typing import Any, NamedTuple, Protocol
@@ -49,6 +50,13 @@ from elfpatch.base.text_enum import TextEnum
 # UNSEEN: code that is not followed runs from here (a call or jump through a register
 # the sweep cannot resolve, bytes it cannot decode, the rest of a function too big to
 # read); the subject is its ``StopReason``.  What the code does before it is all seen.
+# FETCH: a call of an accessor that hands back a global (its address, or the pointer it
+# holds; the subject is what the code then reaches through it; the callee slot holds
+# the address after the call, which tells one fetch from another): one use of a
+# registry built on first use starts there.  Code of several TUs inlined into one
+# fetches it anew for each TU's look-up or registration (``LookupOrder``).  At
+# position RESUME, it says that the code after it, laid out there, belongs to that
+# earlier fetch (``fetches``).
 # WRITE's position is ZERO_STORE for a store of zero into zero-initialized memory
 # (.bss): it leaves the bytes as the loader made them; ONE_STORE for a store of
 # the number 1 or of an address of this object (a flag set: never zero); ONE_BYTE
@@ -60,8 +68,9 @@ from elfpatch.base.text_enum import TextEnum
 # for the store of an instruction that reads the place first (``add [x], 1``): an
 # update, no constructor's.
 READ, WRITE, ADDRESS, PASS, PASS_FOREIGN, UNKNOWN_PASS, CALL, ATEXIT, HOOK, GUARD, KEYED, \
-    STAMP, GUARD_BYTE, GUARD_VARIABLE, UNSEEN = range(15)
+    STAMP, GUARD_BYTE, GUARD_VARIABLE, UNSEEN, FETCH = range(16)
 ZERO_STORE, ONE_STORE, ONE_BYTE, FRESH_STORE, UPDATE_STORE = 1, 2, 3, 4, 5  # WRITE's position
+RESUME = 1  # FETCH's position
 # WRITE's position from this on: a store of that many bytes by one instruction (a
 # vector register): all of them belong to the object stored to.
 WIDE_STORE = 16
@@ -166,6 +175,14 @@ class KeyedCall(NamedTuple):
     address: int | None  # where the function is in this object; None: another object's
 
 
+# One entry of ``LookupOrder.log``: (what, key, number), what being ``FETCH`` (the
+# number: the use it starts or resumes), ``READ``, ``WRITE`` (an update, not a
+# construction), ``PASS`` (a pointer passed, its use pending; the number: the pass's
+# index in ``Effects.pending``) or ``UNKNOWN_PASS`` (handed to code not followed,
+# which may register).
+FetchLogEntry = tuple[int, str, int]
+
+
 @dataclass(frozen=True)
 class Effects:
     writes: tuple[str, ...]  # globals defined here that the code writes or constructs
@@ -232,6 +249,13 @@ class Effects:
     # what a constructor inlined there builds (after a look, perhaps, at what is
     # there), not an object it fills only through another function.
     built_by_registrar: tuple[str, ...] = ()
+    # Registries fetched from their accessor (``FETCH``) that one fetch only read, and a
+    # later fetch wrote into (``LookupOrder``): in code of several TUs inlined into one,
+    # a look-up that ran before a registration.
+    looked_up_first: tuple[str, ...] = ()
+    # What ``looked_up_first`` is worked out from, kept while passes are pending
+    # (``settle``) or keys not yet placed (``rekeyed``): ``LookupOrder.log``.
+    fetch_log: tuple[FetchLogEntry, ...] = ()
 
     def written_first(self, symbol: str) -> bool | None:
         """Whether the first touch of ``symbol`` writes it (None: never touched)."""
@@ -329,7 +353,7 @@ class FunctionSummary:
         """The bare addresses this function's events name (none in a file with .symtab);
         asked for once the sweep is over."""
         if self._bare is None:
-            self._bare = _bare_keys(self.events)
+            self._bare = bare_keys_of(self.events)
         return self._bare
 
 
@@ -387,6 +411,117 @@ class GuardsHeld:
         return len(self.known) + self.unknown
 
 
+class LookupOrder:
+    """Which registries a fetch only looked into before a later fetch wrote into them
+    (``Effects.looked_up_first``).
+
+    Code reaches a registry built on first use through its accessor (``T&
+    registry() { static T r; return r; }``), called once for each use: a look-up,
+    a registration.  One use may read before it writes (a registration checks the
+    key is not taken yet); code of several TUs inlined into one (gcc -flto's
+    merged initializer) calls the accessor again for each TU's part.  A fetch
+    after which the code reads the registry and writes nothing into it, then a
+    later fetch after which it writes there, is a look-up that ran before a
+    registration.
+
+    Only what a fetch reaches is logged: the key fetched, and in a file without
+    symbols the bare addresses of its members (``MEMBER_REACH`` past it).  Code
+    under a guard (the registry's construction on first use) is not: the caller
+    leaves it out.  Code laid out after another fetch that belongs to an earlier
+    one says so (``RESUME``, ``fetches``): each use is numbered, and the log
+    charges what follows to the use in force.
+    """
+
+    def __init__(self) -> None:
+        self.log: list[FetchLogEntry] = []
+        self.keys: dict[str, None] = {}  # the keys fetched
+        self.starts: list[int] = []  # their addresses, in a file without symbols
+        self.uses: dict[tuple[str, int], int] = {}  # (key, where fetched) -> its use
+
+    def fetch(self, key: str, site: int, resumed: bool) -> None:
+        """A fetch of ``key`` by the call before ``site``, or (``resumed``) code that
+        belongs to that fetch."""
+        if resumed:
+            use = self.uses.get((key, site))
+            if use is not None:
+                self.log.append((FETCH, key, use))
+            return
+        use = self.uses[key, site] = len(self.uses)
+        self.log.append((FETCH, key, use))
+        if key not in self.keys:
+            self.keys[key] = None
+            address = _bare_address(key)
+            if address is not None:
+                self.starts.append(address)
+
+    def touch(self, what: int, key: str, pending: int = 0) -> None:
+        """A read, an update, or a pass of ``key``, logged when a fetch reaches it."""
+        if key in self.keys:
+            self.log.append((what, key, pending))
+        elif self.starts and key[:1] in _MARKS:
+            address = int(key[1:], 16)
+            if any(0 <= address - start < MEMBER_REACH for start in self.starts):
+                self.log.append((what, key, pending))
+
+
+def looked_up_first(log: Iterable[FetchLogEntry], guards: Collection[str],
+                    uses: Mapping[int, int] | None = None) -> tuple[str, ...]:
+    """The registries a use only read before a later use wrote into them, each known
+    by the key the look-up read first (``LookupOrder``); ``guards``: the guard
+    variables code tests (the accessor's, next to its static: whether it is built,
+    not what it holds); ``uses``: what is done with each pending pass, by its index
+    (None: not known yet, may register)."""
+    current: dict[str, int] = {}  # each key fetched -> the use in force
+    uses_of: dict[str, list[int]] = {}  # -> its uses, in the order they start
+    # Each use -> what its code did: READ, WRITE, UNKNOWN_PASS, or nothing (None).
+    did: dict[int, int | None] = {}
+    read_first: dict[int, str] = {}  # -> the key a use that reads read first
+    for what, key, number in log:
+        if key in guards:
+            continue
+        if what == FETCH:
+            current[key] = number
+            if number not in did:
+                did[number] = None
+                uses_of.setdefault(key, []).append(number)
+            continue
+        done: int | None = what
+        if what == PASS:
+            use = uses.get(number, 0) if uses is not None else USE_UNKNOWN
+            done = UNKNOWN_PASS if use & USE_UNKNOWN else WRITE if use & USE_WRITE \
+                else READ if read_seen(use) else None
+        for fetched, use in current.items():
+            if not _reaches(fetched, key):
+                continue
+            if done in (WRITE, UNKNOWN_PASS) and did[use] != WRITE:
+                did[use] = done
+            elif done == READ and did[use] is None:
+                did[use] = READ
+                read_first[use] = key
+    found: dict[str, None] = {}
+    for numbers in uses_of.values():
+        looking = next((n for n in numbers if did[n] == READ), None)
+        if looking is not None and any(did[n] == WRITE for n in numbers if n > looking):
+            found.setdefault(read_first[looking], None)
+    return tuple(found)
+
+
+def _reaches(fetched: str, key: str) -> bool:
+    """Whether ``key`` is the global fetched, or in a file without symbols one of its
+    members: a bare address ``MEMBER_REACH`` past it, until objects are placed
+    (``rekeyed``), then the same object."""
+    if fetched == key:
+        return True
+    start, address = _bare_address(fetched), _bare_address(key)
+    return start is not None and address is not None and 0 <= address - start < MEMBER_REACH
+
+
+def _bare_address(key: str) -> int | None:
+    """The address a bare key names (``@0x…``, ``^0x…``); None for a symbol or a key
+    placed in an object."""
+    return int(key[1:], 16) if key[:1] in _MARKS else None
+
+
 class Collector:
     """Composes function summaries into one ``Effects``, in program order.
 
@@ -437,6 +572,7 @@ class Collector:
         self.guard_touches: dict[str, bool] = {}
         self.expanded: dict[FunctionKey, None] = {}  # in the order they were met
         self.built_by_registrar: dict[str, None] = {}
+        self.order = LookupOrder()
 
     def function(self, address: FunctionKey) -> None:
         """The events of the function at ``address`` and, in place, of its callees.
@@ -459,7 +595,7 @@ class Collector:
             self.built_by_registrar.update(dict.fromkeys(built_then_registered(events)))
 
     def events(self, events: Iterable[Event]) -> None:
-        reads, first, open_reads = self.reads, self.first, self.open_reads
+        reads, first, open_reads, order = self.reads, self.first, self.open_reads, self.order
         for kind, subject, callee, position in events:
             if kind == READ:  # ``read``, inlined: the commonest event by far
                 reads[subject] = None
@@ -470,6 +606,8 @@ class Collector:
                     open_reads[subject] = None
                     if not self.unseen:
                         self.leading_reads[subject] = None
+                    if order.keys:
+                        order.touch(READ, subject)
             elif kind == WRITE:
                 if position == FRESH_STORE:
                     self.built(subject)
@@ -483,6 +621,8 @@ class Collector:
                 if self.fails(callee):
                     continue
                 if self.use is None:
+                    if order.keys and not self.guarded:
+                        order.touch(PASS, subject, len(self.pending))
                     self.pending.append((subject, callee, position, kind == PASS_FOREIGN,
                                          self.guarded > 0, len(first)))
                 else:
@@ -514,6 +654,8 @@ class Collector:
                 self.guard_bytes.setdefault(subject, None)
             elif kind == UNSEEN:
                 self.unseen = True
+            elif kind == FETCH and not self.guarded:
+                order.fetch(subject, callee, position == RESUME)
 
     def fails(self, key: FunctionKey) -> bool:
         """Whether the function followed at ``key`` never returns (an error path)."""
@@ -541,6 +683,8 @@ class Collector:
             # A call that builds or may build the object: taken to build it
             # before anything it reads of it.
             self.touched(symbol, True)
+        if use & USE_UNKNOWN and self.order.keys and not self.guarded:
+            self.order.touch(UNKNOWN_PASS, symbol)
         if use & USE_READ:
             self.read(symbol, bool(use & USE_ASSUMED))
         if writes:
@@ -559,6 +703,8 @@ class Collector:
             self.open_reads.setdefault(symbol, None)
             if not self.unseen:
                 self.leading_reads.setdefault(symbol, None)
+            if self.order.keys:
+                self.order.touch(READ, symbol)
         self.touched(symbol, False)
 
     def touched(self, symbol: str, written: bool) -> None:
@@ -586,6 +732,8 @@ class Collector:
             self.locked.setdefault(symbol, None)
         else:
             self.updates.setdefault(symbol, None)
+            if self.order.keys:
+                self.order.touch(WRITE, symbol)
         self.writes.setdefault(symbol, None)
         self.first.setdefault(symbol, True)
 
@@ -623,7 +771,8 @@ class Collector:
                        tuple(self.open_reads), tuple(self.leading_reads),
                        tuple(self.locked),
                        tuple(k for k in self.raised if k not in self.written_otherwise),
-                       tuple(self.built_by_registrar))
+                       tuple(self.built_by_registrar),
+                       looked_up_first(self.order.log, self.guard_bytes), tuple(self.order.log))
 
     def assumed_reads(self) -> tuple[str, ...]:
         return tuple(symbol for symbol, assumed in self.reads.items() if assumed)
@@ -657,7 +806,7 @@ def _unmarked(key: str) -> str:
     return key[1:] if key[:1] in _MARKS else key
 
 
-def _bare_keys(events: Iterable[Event]) -> tuple[str, ...]:
+def bare_keys_of(events: Iterable[Event]) -> tuple[str, ...]:
     """The bare addresses one function's events name (none in a file with .symtab),
     and, marked ``STORED`` (``!0x…``), those of them it stores to, and ``SINGLE``
     (``=0x…``) those it builds as objects of one byte or tests as guard bytes, and
@@ -670,6 +819,8 @@ def _bare_keys(events: Iterable[Event]) -> tuple[str, ...]:
         kind, subject = event[0], event[1]
         if kind == ATEXIT:
             subject = subject.object
+        elif kind == FETCH:  # says how code reaches an object, not where one lies
+            continue
         if type(subject) is str and subject[:1] in _MARKS:
             found[subject] = None
             if kind == WRITE:
@@ -710,10 +861,12 @@ def settle(effects: Effects, use: PendingUse) -> Effects:
     collector.locked = dict.fromkeys(effects.locked)
     collector.changed = dict.fromkeys(effects.changed)
     collector.open_reads = dict.fromkeys(effects.open_reads)
-    for symbol, callee, position, foreign, guarded, _touched in effects.pending:
-        found = use(symbol, callee, position, foreign)
+    uses: dict[int, int] = {}
+    for number, (symbol, callee, position, foreign, guarded, _touched) \
+            in enumerate(effects.pending):
+        found = uses[number] = use(symbol, callee, position, foreign) or 0
         collector.guarded = int(guarded)
-        collector.pass_on(symbol, found or 0, foreign)
+        collector.pass_on(symbol, found, foreign)
     # In the order of first touch, as before; the touch after a pass that turned out
     # to use nothing is the first again.
     first = {key: collector.first.get(key, written) for key, written in effects.first_access}
@@ -727,7 +880,8 @@ def settle(effects: Effects, use: PendingUse) -> Effects:
         locked=tuple(collector.locked),
         changed=tuple(collector.changed), assumed=collector.assumed_reads(),
         open_reads=tuple(collector.open_reads),
-        raised=tuple(k for k in effects.raised if k not in collector.written_otherwise))
+        raised=tuple(k for k in effects.raised if k not in collector.written_otherwise),
+        looked_up_first=looked_up_first(effects.fetch_log, effects.guards, uses))
 
 
 # -- objects known by address -----------------------------------------------------------
@@ -923,7 +1077,11 @@ def _groups_storing(wanted: set[int], marked: list[list[str]], addresses: dict[s
 def _builders_reach(wanted: set[int], pieces: list[frozenset[int]],
                     stored: list[frozenset[int]]) -> dict[int, int]:
     """Each of the ``wanted`` starts that some group stores to -> the highest address
-    such a group touches: how far the object's constructor shows it extends."""
+    such a group touches: how far the object's constructor shows it extends.  Where
+    no group stores to the start itself (a std::map's empty comparator comes
+    first, its header after), the groups that store to the lowest address past it
+    within ``MEMBER_REACH`` stand for its constructor (the map's, not an
+    initializer that sets the flag lying just past it)."""
     reach: dict[int, int] = {}
     for piece, stores in zip(pieces, stored, strict=True):
         hit = stores & wanted
@@ -931,7 +1089,30 @@ def _builders_reach(wanted: set[int], pieces: list[frozenset[int]],
             highest = max(piece)
             for start in hit:
                 reach[start] = max(reach.get(start, highest), highest)
+    first_members = _first_members(wanted - reach.keys(), stored)
+    if first_members:
+        members = set(first_members.values())
+        for piece, stores in zip(pieces, stored, strict=True):
+            if not stores.isdisjoint(members):
+                highest = max(piece)
+                for start, member in first_members.items():
+                    if member in stores:
+                        reach[start] = max(reach.get(start, highest), highest)
     return reach
+
+
+def _first_members(starts: set[int], stored: list[frozenset[int]]) -> dict[int, int]:
+    """Each of ``starts`` -> the lowest address past it within ``MEMBER_REACH`` that some
+    group stores to (none: left out)."""
+    if not starts:
+        return {}
+    addresses = sorted(set().union(*stored))
+    found = {}
+    for start in starts:
+        k = bisect_right(addresses, start)
+        if k < len(addresses) and addresses[k] - start < MEMBER_REACH:
+            found[start] = addresses[k]
+    return found
 
 
 def _built_extents(wanted: set[int], marked: list[list[str]], addresses: dict[str, int],
@@ -994,10 +1175,19 @@ def _object_starts(anchors: list[int], marked: list[list[str]], pieces: list[fro
 
 # Keys of addresses in a file without symbols, before they are placed in objects:
 # an address accessed, and one the code takes as a pointer.  In a function's group
-# only: an address it stores to (``_bare_keys``).
+# only: an address it stores to (``bare_keys_of``).
 BARE, ANCHOR, STORED, SINGLE, SPAN = "@", "^", "!", "=", "%"
 _MARKS = (BARE, ANCHOR)
 _UNMARKED = itemgetter(slice(1, None))  # "@0x10" -> "0x10"
+
+
+def _raised(effects: Effects, keys: dict[str, str], raised: tuple[str, ...]) -> tuple[str, ...]:
+    """The flags raised once keys of one object are one: only where each of its keys
+    was (a map's header holds its own address, a flag's store, and zeros: the map
+    is no flag)."""
+    was = set(effects.raised)
+    otherwise = {keys.get(key, key) for key in effects.writes if key not in was}
+    return tuple(key for key in raised if key not in otherwise)
 
 
 def effects_keys(effects: Effects) -> Iterator[str]:
@@ -1013,7 +1203,8 @@ def effects_keys(effects: Effects) -> Iterator[str]:
 def rekeyed(effects: Effects, keys: dict[str, str]) -> Effects:
     """``effects`` with its globals known by ``keys`` (old -> new; the rest unchanged);
     two old keys of one object become one, first touch first."""
-    if not keys or not any(key in keys for key in effects_keys(effects)):
+    logged = (entry[1] for entry in effects.fetch_log)
+    if not keys or not any(key in keys for key in chain(effects_keys(effects), logged)):
         return effects
 
     def each(items: Iterable[str]) -> tuple[str, ...]:
@@ -1029,6 +1220,7 @@ def rekeyed(effects: Effects, keys: dict[str, str]) -> Effects:
         placed.append(len(first))
     reads, writes = each(effects.reads), each(effects.writes)
     touched = set(reads) | set(writes)
+    log = tuple((what, keys.get(key, key), n) for what, key, n in effects.fetch_log)
     # Two keys of one object: its read is assumed only if each key's read was.
     assumed = set(effects.assumed)
     seen = {keys.get(key, key) for key in effects.reads if key not in assumed}
@@ -1043,6 +1235,8 @@ def rekeyed(effects: Effects, keys: dict[str, str]) -> Effects:
         locked=each(effects.locked),
         open_reads=each(effects.open_reads), leading_reads=each(effects.leading_reads),
         stamped=each(effects.stamped),
-        changed=each(effects.changed), raised=each(effects.raised),
+        changed=each(effects.changed), raised=_raised(effects, keys, each(effects.raised)),
         built_by_registrar=each(effects.built_by_registrar), groups=(),
+        # Placed, a member is its object: worked out again, each key the object's.
+        looked_up_first=looked_up_first(log, each(effects.guards)), fetch_log=log,
         assumed=tuple(key for key in each(effects.assumed) if key not in seen))

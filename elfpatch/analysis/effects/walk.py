@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol
 
 from elfpatch.analysis.effects.addresses import AddressIndex, GotEntry
 from elfpatch.analysis.effects.dying import DIES, LIVES, Stretches, StretchMap, kept_events
+from elfpatch.analysis.effects.fetches import with_resumes
 from elfpatch.analysis.effects.names import (
     ALLOCATORS,
     ATEXIT_FUNCTIONS,
@@ -48,6 +49,7 @@ from elfpatch.analysis.effects.summary import (
     ATEXIT,
     BARE,
     CALL,
+    FETCH,
     FRESH_STORE,
     GUARD,
     GUARD_BYTE,
@@ -370,6 +372,7 @@ class FunctionWalk:
         if events:
             self.guard_by_flag(first, stretch_of)
             self.guard_by_counter(first, stretch_of)
+            with_resumes(events, stretch_of, lambda: self.stretches.successors(self.inside))
         self.map_stretches(stretch_of, leads, dead)
         return self.summary
 
@@ -674,15 +677,20 @@ class FunctionWalk:
         Code below is entered from above only through the forward branches still
         pending, and comes back here only through branches back, the last of
         which ends the loop: a register no instruction of the loop writes holds,
-        here, what those forward branches all agree on (the string's address the
-        loop fills, that the registration after it needs).  Anything else is not
-        known.
+        here, what the forward branches into the loop all agree on (the string's
+        address the loop fills, that the registration after it needs).  A branch
+        from above past the loop's end enters code that never comes back into it
+        (a branch back into the loop from there would have made that code part of
+        the loop).  Anything else is not known.
         """
-        below = [state for target, state in self.pending.items() if target > address]
-        if not below or not self.after_jump_down(address):
+        if not self.after_jump_down(address):
             return None
-        written = self.written_in_loop(self.position, address)
-        if written is None:
+        loop = self.loop_in(self.position, address)
+        if loop is None:
+            return None
+        written, end = loop
+        below = [state for target, state in self.pending.items() if address < target <= end]
+        if not below:
             return None
         known = below[0]
         for state in below[1:]:
@@ -704,12 +712,13 @@ class FunctionWalk:
         target = self.branch_target(*self.instructions[n][2:])
         return target is not None and target > address
 
-    def written_in_loop(self, position: int, address: int) -> frozenset[str] | None:
+    def loop_in(self, position: int, address: int) -> tuple[frozenset[str], int] | None:
         """The registers, and the stack slots (``[rsp+16]``; ``[`` for every slot,
         ``[rbp`` for every slot addressed through it), the loop starting at
         ``position`` (at ``address``) may write before it branches back (calls:
-        every caller-saved register, no slot: a spill stays, as across any call);
-        None when one of them is not known, or nothing branches back.
+        every caller-saved register, no slot: a spill stays, as across any call),
+        and the address of its last branch back; None when one of them is not
+        known, or nothing branches back.
 
         The loop ends at the last branch back into it (a branch back from
         further down into code already inside counts too); a stretch that then
@@ -753,7 +762,7 @@ class FunctionWalk:
             elif transfer is not None or self.branch_target(mnemonic, operands) is not None:
                 written |= stretch
                 stretch = set()
-        return frozenset(written | stretch)
+        return frozenset(written | stretch), instructions[position + last][0]
 
     def pending_above(self, address: int) -> int:
         """The first place below ``address`` that code above it branches to."""
@@ -1223,7 +1232,7 @@ class FunctionWalk:
                           if value is not None and value.constant is not None) \
             if passed else ()
         if resolved is not None and resolved.follow is not None:
-            self.result_of(resolved.follow, constants)
+            self.result_of(resolved.follow, constants, following)
         if resolved is None:
             if target is None or target.parameter is not None:
                 # Through a register we cannot resolve (a virtual call, a callback):
@@ -1320,19 +1329,36 @@ class FunctionWalk:
         count = format_arguments(key[len("string:"):])
         return position + 1 + count if count is not None else None
 
-    def result_of(self, function: int, constants: Constants = ()) -> None:
+    def result_of(self, function: int, constants: Constants = (),
+                  site: int | None = None) -> None:
         """The result register after calling a function of this object that always
         returns one global's address (an accessor: ``T& registry() { static T r;
         return r; }``), so that what the caller does through it is seen.  Passed
-        ``constants``, it returns what the path they select returns (``get(1)``)."""
+        ``constants``, it returns what the path they select returns (``get(1)``).
+        ``site``: where the code goes on after the call (None: a tail call, whose
+        caller gets the result)."""
         returned = self.analyzer.returned_global(function, constants)
         if returned is not None and self.RESULT is not None:
-            self.set(self.RESULT, pointee_value(returned) if isinstance(returned, str)
-                     else address_value(returned))
+            value = pointee_value(returned) if isinstance(returned, str) \
+                else address_value(returned)
+            self.set(self.RESULT, value)
+            if site is not None:
+                self.fetched(value, site)
             return
         number = self.analyzer.returned_constant(function) if not constants else None
         if number is not None and self.RESULT is not None:
             self.set(self.RESULT, constant_value(number))
+
+    def fetched(self, value: Value, site: int) -> None:
+        """An accessor's call, returning to ``site``, handed back ``value``: the global
+        the code reaches through it is fetched (``FETCH``), one use of it starts."""
+        if value.pointee is not None:
+            key: str | None = POINTEE + value.pointee
+        else:
+            found = self.data(value, anchor=True)
+            key = found[0] if found is not None else None
+        if key is not None:
+            self.events.append((FETCH, key, site, 0))
 
     def returns(self) -> None:
         """A return: what the result register holds, if it is a global's address, or the

@@ -1,0 +1,65 @@
+"""What a loop laid out before its condition knows on entry (``FunctionWalk.orphan_state``).
+
+gcc lays a loop out body first: a jump down to its condition, the body, the
+condition branching back.  The body is entered only from below; a register
+the loop never writes holds there what the branches into the loop agree on.
+A branch from above to a place past the loop's end never enters it: what it
+knew (before the register was set) must not be merged in.  It was, and a
+registration that keeps the registry's address in a callee-saved register
+across its search loop lost it, and with it the insertion after the loop
+(gflags' flag registry under -flto).  Hand-written assembly holds the layout
+still.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from support.build import compile_linked, require_tool
+from support.readelf import readelf_symbols
+
+from elfpatch.analysis.effects import EffectsAnalyzer
+from elfpatch.analysis.effects.summary import READ, UPDATE_STORE, WRITE
+from elfpatch.elf.file import ElfFile
+
+# ``counter`` is bumped through r13 after a loop laid out body first; a branch from
+# above, taken before r13 is set, goes past the loop.
+LOOP = """
+    .text
+    .globl bump_after_loop
+    .type bump_after_loop, @function
+bump_after_loop:
+    push %rbx
+    push %r13
+    test %edi, %edi
+    jne .Lpast
+    lea counter(%rip), %r13
+    xor %ebx, %ebx
+    jmp .Lcondition
+.Lbody:
+    add $1, %ebx
+.Lcondition:
+    cmp $10, %ebx
+    jl .Lbody
+    addl $1, (%r13)
+.Lpast:
+    pop %r13
+    pop %rbx
+    ret
+    .size bump_after_loop, .-bump_after_loop
+    .local counter
+    .comm counter,4,4
+    .section .note.GNU-stack,"",@progbits
+"""
+
+
+def test_a_register_the_loop_leaves_alone_is_known_after_it(tmp_path: Path) -> None:
+    require_tool("gcc")
+    library = compile_linked("gcc", "assembler", tmp_path / "libloop.so", LOOP,
+                             soname="libloop.so")
+    symbols = {s.name: s.value for s in readelf_symbols(library) if s.table == ".symtab"}
+    counter = f"{symbols['counter']:#x}"  # a local object: known by its address
+    with ElfFile.open(str(library)) as elf:
+        events = EffectsAnalyzer(elf).summary(symbols["bump_after_loop"]).events
+    assert (READ, counter, None, 0) in events, events
+    assert (WRITE, counter, None, UPDATE_STORE) in events, events
