@@ -10,7 +10,7 @@ import contextlib
 import json
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
@@ -68,19 +68,22 @@ class ElfpatchGroup(click.Group):
             ctx.exit(ExitCode.BAD_INPUT)
         except KeyboardInterrupt:
             # Commands that write catch this themselves and say what was written.
-            _echo("elfpatch: interrupted", err=True)
-            ctx.exit(ExitCode.INTERRUPTED)
+            _exit_interrupted(ctx)
         except (click.ClickException, click.exceptions.Exit, click.Abort, SystemExit):
             raise
         except Exception as error:  # a bug: one line, and the traceback on request
             if _caused_by_interrupt(error):
-                _echo("elfpatch: interrupted", err=True)
-                ctx.exit(ExitCode.INTERRUPTED)
+                _exit_interrupted(ctx)
             if ctx.obj and ctx.obj.get("traceback"):
                 raise
             _echo(f"elfpatch: internal error: {type(error).__name__}: {error} "
                        "(rerun with --traceback and report it)", err=True)
             ctx.exit(ExitCode.INTERNAL)
+
+
+def _exit_interrupted(ctx: click.Context) -> NoReturn:
+    _echo("elfpatch: interrupted", err=True)
+    ctx.exit(ExitCode.INTERRUPTED)
 
 
 def _caused_by_interrupt(error: BaseException) -> bool:
