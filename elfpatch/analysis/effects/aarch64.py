@@ -50,6 +50,9 @@ _A64_LOADS = frozenset({"ldr", "ldur"})  # a load anywhere: no effect on the way
 _A64_FRAME = re.compile(r"\[(sp|x29)\b")
 _SHORT_EXIT = 12  # instructions
 _FLAG_TEST_REACH = 4  # instructions from a flag's load to its test (``flag_paths``)
+# A nifty counter's update, to its test (``counter_tested``): an exclusive pair and its retry.
+_COUNTER_TEST_REACH = 5
+_A64_COUNT_LOADS = frozenset({"ldr", "ldar", "ldxr", "ldaxr"})
 _A64_NO_DESTINATION = frozenset({"cmp", "cmn", "tst", "ccmp", "ccmn", "fcmp", "fcmpe",
                                  "fccmp", "msr", "nop", "hint", "bti", "dmb", "dsb", "isb",
                                  "paciasp", "autiasp", "pacibsp", "autibsp", "prfm", "sys",
@@ -224,6 +227,35 @@ class Arm64Walk(FunctionWalk):
                 ones.add(one.group(1))
             elif not mnemonic.startswith("st") and \
                     _a64_register(operands.partition(", ")[0]) == loaded[0]:
+                return False
+        return False
+
+    def counter_tested(self, first: int) -> bool:
+        """The count read whole into a register (``ldr w0, [x1]``, then ``add w2, w0, #1;
+        str w2, [x1]``; an exclusive pair, ``ldaxr w0, [x1]`` … ``stlxr w3, w2, [x1]``,
+        whose retry on the status register is passed over) or exchanged and added
+        (``ldaddal w3, w0, [x1]``), then ``cbnz w0`` to a return, or ``cbz w0`` past
+        one: libstdc++'s ``ios_base::Init`` on aarch64."""
+        found = self.instructions_at(first, 1 + _COUNTER_TEST_REACH)
+        if not found:
+            return False
+        mnemonic, operands = found[0][2:]
+        listed = operands.partition("[")[0].rstrip(", ").split(", ")
+        if mnemonic in _A64_COUNT_LOADS:
+            count = _a64_register(listed[0])
+        elif mnemonic.startswith("ldadd") and len(listed) == 2:
+            count = _a64_register(listed[1])
+        else:
+            return False
+        for at, size, mnemonic, operands in found[1:]:
+            # A count's test is of all its bits (cbz), a flag's of one (tbz, #0).
+            branch = _zero_test(mnemonic, operands) if mnemonic[0] == "c" else None
+            if branch is not None and _a64_register(branch[0]) == count:
+                _tested, target, when_zero = branch
+                return self.returns_at_once(at + size if when_zero else target)
+            written = self.registers_set(mnemonic, operands)
+            if written is None or count in written or (
+                    branch is None and self.branch_target(mnemonic, operands) is not None):
                 return False
         return False
 
