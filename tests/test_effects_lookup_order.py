@@ -1,6 +1,6 @@
 """Which use of a registry looked into it before another registered into it
 (``summary.looked_up_first``), and which fetch each piece of code belongs to
-(``fetches.fetch_owners``, ``fetches.with_resumes``).
+(``fetches.entry_owners``, ``fetches.with_resumes``).
 
 Each fetch of a registry from its accessor starts one use: the code after it
 that reads the registry and writes nothing there is a look-up; a later use
@@ -11,7 +11,10 @@ inserting it (one fetch) is no look-up.
 
 from __future__ import annotations
 
-from elfpatch.analysis.effects.fetches import fetch_owners, with_resumes
+import pytest
+
+from elfpatch.analysis.effects import fetches
+from elfpatch.analysis.effects.fetches import entry_owners, with_resumes
 from elfpatch.analysis.effects.summary import (
     FETCH,
     PASS,
@@ -84,18 +87,14 @@ def test_members_of_a_registry_known_by_address() -> None:
     assert looked_up_first(placed, ()) == ()
 
 
-def test_each_event_belongs_to_the_fetch_that_reaches_it() -> None:
+def test_each_stretch_belongs_to_the_fetch_that_reaches_it() -> None:
     """Stretches: 0 fetches and branches to 3 (its insertion, laid out last) or falls
-    into 1; 1 falls into 2, which fetches again and falls into 3's neighbour 4; 3
-    jumps back to 1."""
-    stretch_of = [0, 0, 1, 2, 2, 3, 4]
-    successors = [[1, 3], [2], [4], [1], []]
-    owners = fetch_owners(stretch_of, [0, 3], successors)
-    assert owners[1] == 0  # after the first fetch, in its stretch
-    assert owners[2] == 0  # reached from the first fetch alone
-    assert owners[4] == 3  # after the second fetch
-    assert owners[5] == 0  # the insertion: reached from the first fetch only
-    assert owners[6] == 3
+    into 1; 1 falls into 2, which fetches again and falls into 4; 3 jumps back to
+    1.  Code reached from two fetches is neither's."""
+    successors = [[1, 3], [2], [4], [1], [], [4]]
+    owners = entry_owners({0: 10, 2: 20}, successors)
+    assert owners == {1: 10, 2: 10, 3: 10, 4: 20}
+    assert entry_owners({0: 10, 2: 20, 5: 30}, successors)[4] == -2  # from 2 and from 5
 
 
 def test_resumes_go_in_where_the_owner_changes() -> None:
@@ -106,3 +105,30 @@ def test_resumes_go_in_where_the_owner_changes() -> None:
     assert events == [(FETCH, R, 10, 0), (READ, R, None, 0), (FETCH, R, 20, 0),
                       (READ, R, None, 0), (FETCH, R, 10, RESUME), (WRITE, R, None, 0)]
     assert stretch_of == [0, 0, 1, 1, 2, 2]
+
+
+def test_a_function_too_big_to_attribute_is_one_use_per_key(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past the budget, each key's code is one use from its first fetch on: its look-up
+    and registration inside the function are not told apart (no finding)."""
+    monkeypatch.setattr(fetches, "_ATTRIBUTION_BUDGET", 1)
+    events: list[Event] = [(FETCH, R, 10, 0), (READ, R, None, 0), (FETCH, R, 20, 0),
+                           (WRITE, R, None, 0)]
+    stretch_of = [0, 0, 1, 1]
+    with_resumes(events, stretch_of, lambda: [[1], []])
+    assert events == [(FETCH, R, 10, 0), (READ, R, None, 0), (WRITE, R, None, 0)]
+    assert stretch_of == [0, 0, 1]
+    log = [(FETCH, R, 0), (READ, R, 0), (WRITE, R, 0)]
+    assert looked_up_first(log, ()) == ()
+
+
+def test_a_stretch_without_events_takes_no_resume() -> None:
+    """Stretch 2 holds no event (a jump, a compare): the resume goes before the next
+    stretch the first fetch reaches that holds one."""
+    events: list[Event] = [(FETCH, R, 10, 0), (FETCH, R, 20, 0), (READ, R, None, 0),
+                           (WRITE, R, None, 0)]
+    stretch_of = [0, 1, 1, 3]
+    with_resumes(events, stretch_of, lambda: [[2], [], [3], []])
+    assert events == [(FETCH, R, 10, 0), (FETCH, R, 20, 0), (READ, R, None, 0),
+                      (FETCH, R, 10, RESUME), (WRITE, R, None, 0)]
+    assert stretch_of == [0, 1, 1, 3, 3]

@@ -5,12 +5,14 @@ a registration inlined into an initializer (gcc -flto merges every TU's
 into one) fetches the registry, looks for its key, and inserts it on a
 branch laid out after the next TU's look-up, which fetches the registry
 anew.  In address order the insertion follows that look-up's fetch; it
-belongs to the registration's.  Each event belongs to the fetch of a key
-that reaches it, through the function's stretches (``dying.Stretches``),
-without passing another fetch of that key; where that is not the fetch
-that comes last before it in address order, a *resume* of its own fetch
-(``FETCH`` at ``RESUME``) is put before it, and composing
-(``summary.LookupOrder``) charges it to that one.
+belongs to the registration's.  Code belongs to the fetch of a key that
+reaches it, through the function's stretches (``dying.Stretches``), without
+passing another fetch of that key; where that is not the fetch that comes
+last before it in address order, a *resume* of its own fetch (``FETCH`` at
+``RESUME``) is put before it, and composing (``summary.LookupOrder``)
+charges it to that one.  Worked out a stretch at a time: code up to a
+stretch's first fetch belongs to whatever fetch reaches the stretch, code
+after it to that fetch.
 """
 
 from __future__ import annotations
@@ -19,83 +21,92 @@ from collections.abc import Callable, Sequence
 
 from elfpatch.analysis.effects.summary import FETCH, RESUME, Event
 
-# An event no fetch reaches, or one that several do.
+# A stretch no fetch reaches, or one that several do.
 _NONE, _SEVERAL = -1, -2
+# How many stretches times keys fetched again one function's code is worked out for
+# at most.  Past it (a merged initializer of thousands of TUs, each fetching several
+# registries), each key's code is one use from its first fetch on: no look-up
+# inside the function is told from a registration, none is reported.
+_ATTRIBUTION_BUDGET = 200_000
 
 
 def with_resumes(events: list[Event], stretch_of: list[int],
                  successors: Callable[[], Sequence[list[int]]]) -> None:
-    """Resumes put before the events whose fetch is not the one last before them, for
-    each key fetched more than once; ``stretch_of`` (each event's stretch, -1: made
-    apart from the sweep; no longer than ``events``) kept in step, in place.
-    ``successors``: the stretches each falls or branches into, worked out if needed."""
+    """Resumes put before the stretches whose code belongs to another fetch than the
+    one last before them, for each key fetched more than once; ``stretch_of``
+    (each event's stretch, -1: made apart from the sweep; no longer than
+    ``events``) kept in step, in place.  ``successors``: the stretches each falls
+    or branches into, worked out if needed."""
     fetches: dict[str, list[int]] = {}
-    for n, event in enumerate(events):
-        if event[0] == FETCH:
+    for n, event in enumerate(events[:len(stretch_of)]):
+        if event[0] == FETCH and stretch_of[n] >= 0:
             fetches.setdefault(event[1], []).append(n)
-    if all(len(found) == 1 for found in fetches.values()):
+    again = {key: found for key, found in fetches.items() if len(found) > 1}
+    if not again:
+        return
+    if len(again) * (max(stretch_of) + 1) > _ATTRIBUTION_BUDGET:
+        _one_use_each(events, stretch_of, again)
         return
     following = successors()
-    for key, found in fetches.items():
-        if len(found) > 1:
-            # The indices move as resumes go in: found again, in the events as they are.
-            found = [n for n, event in enumerate(events) if event[0] == FETCH
-                     and event[1] == key and event[3] != RESUME]
-            _resume(events, stretch_of, key, fetch_owners(stretch_of, found, following))
-
-
-def fetch_owners(stretch_of: list[int], fetches: list[int],
-                 successors: Sequence[list[int]]) -> list[int]:
-    """For each event of the sweep (``stretch_of``), the index of the one fetch among
-    ``fetches`` (event indices of one key's fetches) that reaches it without
-    passing another; ``_NONE`` or ``_SEVERAL`` otherwise."""
-    members: dict[int, list[int]] = {}
+    first_event: dict[int, int] = {}
     for n, stretch in enumerate(stretch_of):
-        if stretch >= 0:
-            members.setdefault(stretch, []).append(n)
-    fetching = {n for n in fetches if n < len(stretch_of)}
-    owners = [_NONE] * len(stretch_of)
+        first_event.setdefault(stretch, n)
+    resumes: dict[int, list[Event]] = {}  # event index -> the resumes to put before it
+    for key, found in again.items():
+        last_in = {stretch_of[n]: n for n in found}  # each stretch's last fetch of the key
+        entries = entry_owners(last_in, following)
+        current = _NONE
+        for stretch in sorted(entries.keys() | last_in.keys()):
+            owner = entries.get(stretch, _NONE)
+            if owner >= 0 and owner != current and stretch in first_event:
+                resumes.setdefault(first_event[stretch], []).append(
+                    (FETCH, key, events[owner][2], RESUME))
+                current = owner
+            current = last_in.get(stretch, current)
+    _insert(events, stretch_of, resumes)
 
-    def claim(fetch: int, events: list[int]) -> bool:
-        """``fetch`` reaches ``events`` up to the next fetch; whether it reaches past."""
-        for n in events:
-            if n in fetching:
-                return False
-            owners[n] = fetch if owners[n] in (_NONE, fetch) else _SEVERAL
-        return True
 
-    for fetch in fetching:
-        stretch = stretch_of[fetch]
-        if stretch < 0:
-            continue
-        after = [n for n in members[stretch] if n > fetch]
-        if not claim(fetch, after):
-            continue
+def entry_owners(last_in: dict[int, int], successors: Sequence[list[int]]) -> dict[int, int]:
+    """Each stretch one or more fetches of a key reach -> the one fetch that reaches
+    its start without passing another (``_SEVERAL`` where more than one does).
+    ``last_in``: each stretch holding fetches of the key -> the last of them (the
+    one whose code runs on out of it)."""
+    owners: dict[int, int] = {}
+    for stretch, fetch in last_in.items():
         seen: set[int] = set()  # its own stretch again, in a loop: what runs before it
         pending = list(successors[stretch])
         while pending:
-            following = pending.pop()
-            if following in seen:
+            reached = pending.pop()
+            if reached in seen:
                 continue
-            seen.add(following)
-            if claim(fetch, members.get(following, [])):
-                pending.extend(successors[following])
+            seen.add(reached)
+            owners[reached] = fetch if owners.get(reached, fetch) == fetch else _SEVERAL
+            if reached not in last_in:  # a fetch there starts another use
+                pending.extend(successors[reached])
     return owners
 
 
-def _resume(events: list[Event], stretch_of: list[int], key: str, owners: list[int]) -> None:
-    """Resumes of ``key``'s fetches where an event's owner is not the fetch in force."""
+def _one_use_each(events: list[Event], stretch_of: list[int],
+                  again: dict[str, list[int]]) -> None:
+    """Each key's fetches after its first one left out, ``stretch_of`` in step."""
+    dropped = {n for found in again.values() for n in found[1:]}
+    kept = [n for n in range(len(events)) if n not in dropped]
+    stretch_of[:] = [stretch_of[n] for n in kept if n < len(stretch_of)]
+    events[:] = [events[n] for n in kept]
+
+
+def _insert(events: list[Event], stretch_of: list[int], resumes: dict[int, list[Event]],
+            ) -> None:
+    """``resumes`` put before the events they name, ``stretch_of`` in step."""
+    if not resumes:
+        return
     kept: list[Event] = []
     stretches: list[int] = []
-    current = _NONE
-    for n, event in enumerate(events[:len(owners)]):
-        if event[0] == FETCH and event[1] == key:
-            current = n
-        elif owners[n] >= 0 and owners[n] != current:
-            current = owners[n]
-            kept.append((FETCH, key, events[current][2], RESUME))
-            stretches.append(stretch_of[n])
+    for n, event in enumerate(events[:len(stretch_of)]):
+        put = resumes.get(n, ())
+        kept += put
+        stretches += [stretch_of[n]] * len(put)
         kept.append(event)
         stretches.append(stretch_of[n])
-    events[:len(owners)] = kept
+    events[:len(stretch_of)] = kept
     stretch_of[:] = stretches
