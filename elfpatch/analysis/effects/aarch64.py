@@ -53,6 +53,7 @@ _FLAG_TEST_REACH = 4  # instructions from a flag's load to its test (``flag_path
 # A nifty counter's update, to its test (``counter_tested``): an exclusive pair and its retry.
 _COUNTER_TEST_REACH = 5
 _A64_COUNT_LOADS = frozenset({"ldr", "ldar", "ldxr", "ldaxr"})
+_DISPATCH_REACH = 24  # instructions of an outline atomic helper (``capability_dispatch``)
 _A64_NO_DESTINATION = frozenset({"cmp", "cmn", "tst", "ccmp", "ccmn", "fcmp", "fcmpe",
                                  "fccmp", "msr", "nop", "hint", "bti", "dmb", "dsb", "isb",
                                  "paciasp", "autiasp", "pacibsp", "autibsp", "prfm", "sys",
@@ -229,6 +230,27 @@ class Arm64Walk(FunctionWalk):
                     _a64_register(operands.partition(", ")[0]) == loaded[0]:
                 return False
         return False
+
+    def capability_dispatch(self) -> bool:
+        """libgcc's outline atomics (``__aarch64_ldadd4_acq_rel`` and the like, in what
+        gcc 10 and later build for aarch64 without ``-march`` naming LSE): ``ldrb w16,
+        [x16, #…]`` (the flag), ``cbz w16`` to an exclusive pair's loop, else one LSE
+        instruction; both on ``[x1]``, both returning, no call.  Unnamed once
+        stripped."""
+        found = self.instructions_at(self.start, _DISPATCH_REACH)
+        mnemonics = [mnemonic for _at, _size, mnemonic, _operands in found]
+        load = next((n for n, m in enumerate(mnemonics) if m not in ("adrp", "bti", "hint")),
+                    None)
+        if load is None or load + 1 >= len(found) or mnemonics[load] != "ldrb" \
+                or not found[load][3].startswith("w16, [x16") \
+                or mnemonics[load + 1] not in ("cbz", "cbnz") \
+                or not found[load + 1][3].startswith("w16, "):
+            return False
+        on_argument = [mnemonic for _at, _size, mnemonic, operands in found
+                       if operands.endswith("[x1]")]
+        return any(m.startswith(_A64_READ_WRITE) for m in on_argument) \
+            and any(m.startswith(("ldxr", "ldaxr", "ldxp", "ldaxp")) for m in on_argument) \
+            and not any(m in _A64_CALLS for m in mnemonics)
 
     def counter_tested(self, first: int) -> bool:
         """The count read whole into a register (``ldr w0, [x1]``, then ``add w2, w0, #1;

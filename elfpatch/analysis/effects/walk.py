@@ -372,6 +372,7 @@ class FunctionWalk:
         if events:
             self.guard_by_flag(first, stretch_of)
             self.guard_by_counter(first, stretch_of)
+            self.drop_capability_check(stretch_of)
             with_resumes(events, stretch_of, lambda: self.stretches.successors(self.inside))
         self.map_stretches(stretch_of, leads, dead)
         return self.summary
@@ -560,6 +561,26 @@ class FunctionWalk:
         events.insert(body, (GUARD, True, counter, 0))
         stretch_of.insert(body, -1)
         events.append((GUARD, False, counter, 0))
+
+    def drop_capability_check(self, stretch_of: list[int]) -> None:
+        """A helper that reads a flag of the processor's capabilities to choose between
+        two ways of doing one atomic operation (``capability_dispatch``): the way it
+        takes changes nothing it does, and the flag, which an initializer of the C
+        runtime sets (libgcc's ``__aarch64_have_lse_atomics``, linked in after the
+        program's objects), is read before that on purpose.  Its reads of the flag
+        are left out; ``stretch_of`` kept in step."""
+        found = self.first_global_read()
+        if found is None or not self.capability_dispatch():
+            return
+        events, flag = self.events, found[1]
+        dropped = {n for n, event in enumerate(events) if event[0] == READ and event[1] == flag}
+        stretch_of[:] = [s for n, s in enumerate(stretch_of) if n not in dropped]
+        events[:] = [event for n, event in enumerate(events) if n not in dropped]
+
+    def capability_dispatch(self) -> bool:
+        """Whether this function is such a helper; False for an instruction set that
+        has none."""
+        return False
 
     def counter_tested(self, first: int) -> bool:
         """Whether the count updated at ``first`` (read whole into a register, or
