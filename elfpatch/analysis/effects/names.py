@@ -166,13 +166,15 @@ def format_arguments(text: str) -> int | None:
 
 
 @lru_cache(maxsize=1 << 14)
-def argument_registers(symbol: str) -> int | None:
+def argument_registers(symbol: str, result_apart: bool = False) -> int | None:
     """The most integer argument registers a call to the C++ function ``symbol`` can
     read, from the parameter types its mangled name carries: one a pointer, a
     reference or a scalar, two any other type (a small class travels in two),
     one more for ``this`` when the name has a scope, and one for the address of a
-    class returned by value.  None when not known: another C name, varargs, or a
-    copy gcc made (``.constprop``, ``.isra``: its parameters may differ).
+    class returned by value, unless that has a register of its own
+    (``result_apart``: aarch64's x8; the mangled name does not say what a
+    function returns).  None when not known: another C name, varargs, or a copy
+    gcc made (``.constprop``, ``.isra``: its parameters may differ).
 
     A pointer left in a register the callee does not take (``rdx`` holding a
     global's address across ``operator new(unsigned long)``) is not passed to it.
@@ -187,7 +189,7 @@ def argument_registers(symbol: str) -> int | None:
     if types is None or "..." in types:
         return None
     count = sum(_registers_of(kind) for kind in types)
-    return count + (2 if len(parts) > 1 else 1)
+    return count + (1 if len(parts) > 1 else 0) + (0 if result_apart else 1)
 
 
 def _registers_of(kind: str) -> int:

@@ -1337,7 +1337,7 @@ class FunctionWalk:
         position = FORMAT_POSITIONS.get(callee.name.partition("@")[0])
         if position is not None:
             return self.formatted_arguments(position)
-        return argument_registers(callee.name)
+        return argument_registers(callee.name, self.RESULT_POINTER is not None)
 
     def formatted_arguments(self, position: int) -> int | None:
         """How many arguments a call of the printf family passes, from its format (a
