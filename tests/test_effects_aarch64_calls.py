@@ -20,8 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from elfpatch.fixtures import build
-from support.build import compile_linked
-from support.inits import strip_unneeded, toolchain
+from support.inits import assembled_events, strip_unneeded, toolchain
 from support.readelf import symtab_address
 
 from elfpatch.analysis.effects import EffectsAnalyzer
@@ -73,8 +72,6 @@ def test_an_outline_atomic_reads_no_flag(tmp_path: Path) -> None:
 
 
 def test_a_register_past_the_arguments_is_not_passed(tmp_path: Path) -> None:
-    library = compile_linked(toolchain("aarch64").cc, "assembler", tmp_path / "libprobe.so",
-                             STALE_ARGUMENT, soname="libprobe.so")
-    with ElfFile.open(str(library)) as elf:
-        events = EffectsAnalyzer(elf).summary(symtab_address(library, "probe")).events
+    events = assembled_events(toolchain("aarch64").cc, STALE_ARGUMENT,
+                              tmp_path / "libprobe.so", "probe")
     assert not [event for event in events if event[0] in (PASS, UNKNOWN_PASS, READ)], events

@@ -15,12 +15,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from support.build import compile_linked, require_tool
-from support.readelf import readelf_symbols
+from support.build import require_tool
+from support.inits import assembled_events
+from support.readelf import symtab_address
 
-from elfpatch.analysis.effects import EffectsAnalyzer
 from elfpatch.analysis.effects.summary import READ, UPDATE_STORE, WRITE
-from elfpatch.elf.file import ElfFile
 
 # ``counter`` is bumped through r13 after a loop laid out body first; a branch from
 # above, taken before r13 is set, goes past the loop.
@@ -55,11 +54,8 @@ bump_after_loop:
 
 def test_a_register_the_loop_leaves_alone_is_known_after_it(tmp_path: Path) -> None:
     require_tool("gcc")
-    library = compile_linked("gcc", "assembler", tmp_path / "libloop.so", LOOP,
-                             soname="libloop.so")
-    symbols = {s.name: s.value for s in readelf_symbols(library) if s.table == ".symtab"}
-    counter = f"{symbols['counter']:#x}"  # a local object: known by its address
-    with ElfFile.open(str(library)) as elf:
-        events = EffectsAnalyzer(elf).summary(symbols["bump_after_loop"]).events
+    library = tmp_path / "libloop.so"
+    events = assembled_events("gcc", LOOP, library, "bump_after_loop")
+    counter = f"{symtab_address(library, 'counter'):#x}"  # a local object: by its address
     assert (READ, counter, None, 0) in events, events
     assert (WRITE, counter, None, UPDATE_STORE) in events, events

@@ -18,6 +18,11 @@ import pytest
 from conftest import run_elfpatch
 from elfpatch.fixtures import build
 
+from elfpatch.analysis.effects import EffectsAnalyzer
+from elfpatch.elf.file import ElfFile
+from support.build import compile_linked
+from support.readelf import symtab_address
+
 MACHINES = ["x86_64", "aarch64"]
 DESTRUCTOR = "exit-time-destructor"
 
@@ -103,6 +108,15 @@ def compiler_runs(flags: tuple[str, ...], machine: str = "x86_64") -> bool:
     except build.BuildError:
         return False
     return True
+
+
+def assembled_events(compiler: str, source: str, library: Path, function: str) -> list:
+    """The events of ``function``'s own code (``EffectsAnalyzer.summary``) in the shared
+    library ``compiler`` assembles from ``source`` at ``library``: hand-written code
+    whose layout no compiler moves."""
+    compile_linked(compiler, "assembler", library, source, soname=library.name)
+    with ElfFile.open(str(library)) as elf:
+        return EffectsAnalyzer(elf).summary(symtab_address(library, function)).events
 
 
 def strip_unneeded(machine: str, path: Path, folder: Path) -> Path:

@@ -53,7 +53,7 @@ into such a call.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 from elfpatch.analysis.effects.summary import (
@@ -278,6 +278,13 @@ def kept_events(events: Sequence[Event], stretch_of: Sequence[int],
     touch (``stretch_of``: each event's stretch, -1 for none)."""
     return [n for n, event in enumerate(events)
             if not (event[0] in TOUCHES and stretch_of[n] >= 0 and dead[stretch_of[n]])]
+
+
+def drop_events(events: list[Event], stretch_of: list[int], dropped: Collection[int]) -> None:
+    """The events at the indices ``dropped`` left out, in place, ``stretch_of`` (each
+    event's stretch; no longer than ``events``) kept in step."""
+    stretch_of[:] = [stretch for n, stretch in enumerate(stretch_of) if n not in dropped]
+    events[:] = [event for n, event in enumerate(events) if n not in dropped]
 
 
 @dataclass(frozen=True)

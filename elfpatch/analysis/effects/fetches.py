@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from elfpatch.analysis.effects.dying import drop_events
 from elfpatch.analysis.effects.summary import FETCH, RESUME, Event
 
 # A stretch no fetch reaches, or one that several do.
@@ -89,10 +90,7 @@ def entry_owners(last_in: dict[int, int], successors: Sequence[list[int]]) -> di
 def _one_use_each(events: list[Event], stretch_of: list[int],
                   again: dict[str, list[int]]) -> None:
     """Each key's fetches after its first one left out, ``stretch_of`` in step."""
-    dropped = {n for found in again.values() for n in found[1:]}
-    kept = [n for n in range(len(events)) if n not in dropped]
-    stretch_of[:] = [stretch_of[n] for n in kept if n < len(stretch_of)]
-    events[:] = [events[n] for n in kept]
+    drop_events(events, stretch_of, {n for found in again.values() for n in found[1:]})
 
 
 def _insert(events: list[Event], stretch_of: list[int], resumes: dict[int, list[Event]],

@@ -456,12 +456,14 @@ class LookupOrder:
 
     def touch(self, what: int, key: str, pending: int = 0) -> None:
         """A read, an update, or a pass of ``key``, logged when a fetch reaches it."""
-        if key in self.keys:
+        if key in self.keys or self._member(key):
             self.log.append((what, key, pending))
-        elif self.starts and key[:1] in _MARKS:
-            address = int(key[1:], 16)
-            if any(0 <= address - start < MEMBER_REACH for start in self.starts):
-                self.log.append((what, key, pending))
+
+    def _member(self, key: str) -> bool:
+        """In a file without symbols, whether ``key`` lies just past an address fetched."""
+        address = _bare_address(key) if self.starts else None
+        return address is not None and any(_member_reach(start, address)
+                                           for start in self.starts)
 
 
 def looked_up_first(log: Iterable[FetchLogEntry], guards: Collection[str],
@@ -513,7 +515,12 @@ def _reaches(fetched: str, key: str) -> bool:
     if fetched == key:
         return True
     start, address = _bare_address(fetched), _bare_address(key)
-    return start is not None and address is not None and 0 <= address - start < MEMBER_REACH
+    return start is not None and address is not None and _member_reach(start, address)
+
+
+def _member_reach(start: int, address: int) -> bool:
+    """Whether ``address`` lies within ``MEMBER_REACH`` past ``start``."""
+    return 0 <= address - start < MEMBER_REACH
 
 
 def _bare_address(key: str) -> int | None:
@@ -1082,37 +1089,33 @@ def _builders_reach(wanted: set[int], pieces: list[frozenset[int]],
     first, its header after), the groups that store to the lowest address past it
     within ``MEMBER_REACH`` stand for its constructor (the map's, not an
     initializer that sets the flag lying just past it)."""
+    builders = _builders_marks(wanted, stored)
     reach: dict[int, int] = {}
     for piece, stores in zip(pieces, stored, strict=True):
-        hit = stores & wanted
+        hit = builders.keys() & stores
         if hit:
             highest = max(piece)
-            for start in hit:
+            for start in (start for mark in hit for start in builders[mark]):
                 reach[start] = max(reach.get(start, highest), highest)
-    first_members = _first_members(wanted - reach.keys(), stored)
-    if first_members:
-        members = set(first_members.values())
-        for piece, stores in zip(pieces, stored, strict=True):
-            if not stores.isdisjoint(members):
-                highest = max(piece)
-                for start, member in first_members.items():
-                    if member in stores:
-                        reach[start] = max(reach.get(start, highest), highest)
     return reach
 
 
-def _first_members(starts: set[int], stored: list[frozenset[int]]) -> dict[int, int]:
-    """Each of ``starts`` -> the lowest address past it within ``MEMBER_REACH`` that some
-    group stores to (none: left out)."""
-    if not starts:
-        return {}
-    addresses = sorted(set().union(*stored))
-    found = {}
+def _builders_marks(starts: set[int], stored: list[frozenset[int]]) -> dict[int, list[int]]:
+    """The address a group stores to that makes it a builder -> the starts it builds:
+    each of ``starts`` some group stores to, else the lowest address past it within
+    ``MEMBER_REACH`` that one does (none: left out)."""
+    every = set().union(*stored)
+    addresses: list[int] | None = None  # sorted, once a start no group stores to needs it
+    marks: dict[int, list[int]] = {}
     for start in starts:
+        if start in every:
+            marks.setdefault(start, []).append(start)
+            continue
+        addresses = addresses if addresses is not None else sorted(every)
         k = bisect_right(addresses, start)
-        if k < len(addresses) and addresses[k] - start < MEMBER_REACH:
-            found[start] = addresses[k]
-    return found
+        if k < len(addresses) and _member_reach(start, addresses[k]):
+            marks.setdefault(addresses[k], []).append(start)
+    return marks
 
 
 def _built_extents(wanted: set[int], marked: list[list[str]], addresses: dict[str, int],

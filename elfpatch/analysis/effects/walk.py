@@ -23,10 +23,18 @@ for them and the events derived from it.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from functools import cache
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol
 
 from elfpatch.analysis.effects.addresses import AddressIndex, GotEntry
-from elfpatch.analysis.effects.dying import DIES, LIVES, Stretches, StretchMap, kept_events
+from elfpatch.analysis.effects.dying import (
+    DIES,
+    LIVES,
+    Stretches,
+    StretchMap,
+    drop_events,
+    kept_events,
+)
 from elfpatch.analysis.effects.fetches import with_resumes
 from elfpatch.analysis.effects.names import (
     ALLOCATORS,
@@ -369,12 +377,15 @@ class FunctionWalk:
             stretch_of = self.drop_dying(dead, stretch_of)
         if sized and paths is None and (pending or self.rejoined):
             self.tails_again()
+        # Worked out after the tails are swept again (that adds branches), at most once
+        # for what follows: the stretches stay as they are.
+        successors = cache(lambda: self.stretches.successors(self.inside))
         if events:
             self.guard_by_flag(first, stretch_of)
             self.guard_by_counter(first, stretch_of)
             self.drop_capability_check(stretch_of)
-            with_resumes(events, stretch_of, lambda: self.stretches.successors(self.inside))
-        self.map_stretches(stretch_of, leads, dead)
+            with_resumes(events, stretch_of, successors)
+        self.map_stretches(stretch_of, leads, dead, successors)
         return self.summary
 
     def dying_stretches(self) -> tuple[list[list[int] | None] | None, list[bool] | None]:
@@ -418,18 +429,20 @@ class FunctionWalk:
         return stretch_of
 
     def map_stretches(self, stretch_of: list[int], leads: list[list[int] | None] | None,
-                      dead: list[bool] | None) -> None:
+                      dead: list[bool] | None,
+                      successors: Callable[[], list[list[int]]]) -> None:
         """What composition needs to drop what leads only into a call that never
-        returns, when the function calls any it follows (``dying.StretchMap``)."""
+        returns, when the function calls any it follows (``dying.StretchMap``;
+        ``successors``: the stretches' as they are now, worked out on demand)."""
         events = self.events
         if leads is None or not self.summary.callees:
             return
         calls = [(n, function_key(event[1], event[2])) for n, event in enumerate(events)
                  if event[0] == CALL]
         stretch_of = stretch_of + [-1] * (len(events) - len(stretch_of))
-        successors = self.stretches.successors(self.inside) if self.jumps_followed else None
-        self.summary.stretch_map = StretchMap(stretch_of, leads,
-                                              dead or [False] * len(leads), calls, successors)
+        self.summary.stretch_map = StretchMap(stretch_of, leads, dead or [False] * len(leads),
+                                              calls,
+                                              successors() if self.jumps_followed else None)
 
     def tails_again(self) -> None:
         """Code further down that jumps back into a tail already swept (a block laid
@@ -573,9 +586,8 @@ class FunctionWalk:
         if found is None or not self.capability_dispatch():
             return
         events, flag = self.events, found[1]
-        dropped = {n for n, event in enumerate(events) if event[0] == READ and event[1] == flag}
-        stretch_of[:] = [s for n, s in enumerate(stretch_of) if n not in dropped]
-        events[:] = [event for n, event in enumerate(events) if n not in dropped]
+        drop_events(events, stretch_of, {n for n, event in enumerate(events)
+                                         if event[0] == READ and event[1] == flag})
 
     def capability_dispatch(self) -> bool:
         """Whether this function is such a helper; False for an instruction set that
