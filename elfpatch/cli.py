@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import click
 
 from elfpatch import __version__
-from elfpatch.errors import EXIT_CODES_HELP, ElfpatchError, ExitCode
+from elfpatch.errors import EXIT_CODES_HELP, ElfpatchError, ExitCode, InternalError, exit_code_for
 
 if TYPE_CHECKING:  # for the signatures only: the commands import what they run
     from pathlib import Path
@@ -40,7 +40,8 @@ def _emit_errors(errors: Sequence[ElfpatchError]) -> None:
     for error in errors:
         if with_traceback and error.detail:
             _echo(error.detail.rstrip(), err=True)
-        _echo(f"elfpatch: error: {error.one_line()}", err=True)
+        kind = "internal error" if isinstance(error, InternalError) else "error"
+        _echo(f"elfpatch: {kind}: {error.one_line()}", err=True)
 
 
 def _emit_json(document: dict[str, Any]) -> None:
@@ -65,7 +66,7 @@ class ElfpatchGroup(click.Group):
             if ctx.obj and ctx.obj.get("traceback"):
                 raise
             _emit_errors([error])
-            ctx.exit(ExitCode.BAD_INPUT)
+            ctx.exit(exit_code_for([error]) or ExitCode.BAD_INPUT)
         except KeyboardInterrupt:
             # Commands that write catch this themselves and say what was written.
             _exit_interrupted(ctx)
@@ -153,7 +154,7 @@ def scan(paths: tuple[str, ...], as_json: bool, verbose: bool, quiet: bool, host
         style = make_styler(color_wanted())
         _echo(render_scan(list(outcome.files), list(outcome.errors), style, verbose), nl=False)
     _emit_errors(outcome.errors)
-    sys.exit(ExitCode.BAD_INPUT if outcome.errors else ExitCode.OK)
+    sys.exit(exit_code_for(outcome.errors) or ExitCode.OK)
 
 
 @main.command(epilog="Exit codes: 0 fixed (or nothing to fix); 1 refused by --strict (nothing "
@@ -251,7 +252,7 @@ def _finish_fix(render: Callable[[], None], errors: Sequence[ElfpatchError], int
             _emit_interruption(outcomes())
             sys.exit(ExitCode.INTERRUPTED)
         if errors:
-            sys.exit(ExitCode.BAD_INPUT)
+            sys.exit(exit_code_for(errors))
         sys.exit(ExitCode.FINDINGS if refused else ExitCode.OK)
 
 
@@ -431,7 +432,7 @@ def inits(paths: tuple[str, ...], closure: bool, sort_algorithm: str, as_json: b
 
         _echo(render_inits(result, make_styler(color_wanted()), verbose), nl=False)
     _emit_errors(result.errors)
-    sys.exit(ExitCode.BAD_INPUT if result.errors else ExitCode.OK)
+    sys.exit(exit_code_for(result.errors) or ExitCode.OK)
 
 
 @main.command(epilog="Exit codes: 0 the story was told; 2 no C++ compiler or a build failed; "
@@ -504,7 +505,7 @@ def check(paths: tuple[str, ...], config: str | None, output_format: str,
     _render_check(result, output_format, verbose)
     _emit_errors(result.errors)
     if result.errors:
-        sys.exit(ExitCode.BAD_INPUT)
+        sys.exit(exit_code_for(result.errors))
     if update_baseline:
         _echo(f"elfpatch: recorded {len(baseline_keys(result))} error findings in {baseline}; "
               f"later runs with --baseline {baseline} fail only on new ones", err=True)

@@ -3,13 +3,15 @@
 Every failure the user can cause (a path that is not ELF, a truncated table,
 a broken wheel) is an ``ElfpatchError``.  Its message is built from fields
 (what, which file, why) so the CLI can print it as one line; only the CLI
-turns errors into exit codes.
+turns errors into exit codes.  One kind is no fault of the input's:
+``InternalError``, elfpatch failing on a file that reads cleanly.
 """
 
 from __future__ import annotations
 
 import enum
 import struct
+from collections.abc import Sequence
 from typing import TypeVar
 
 
@@ -109,6 +111,24 @@ class UnsupportedElfError(ElfpatchError):
 
 class InputError(ElfpatchError):
     """A path that cannot be read: missing, unreadable, a broken archive."""
+
+
+class InternalError(ElfpatchError):
+    """elfpatch failed on an input whose headers and tables all read cleanly: a bug of
+    its own, not the input's fault.  Reported against that input like the errors
+    above, so the other inputs are still done, but it makes the exit code 3."""
+
+    def one_line(self) -> str:
+        return f"{self.path}: {self.reason} (a bug of elfpatch: rerun with --traceback " \
+            "and report it)"
+
+
+def exit_code_for(errors: Sequence[ElfpatchError]) -> ExitCode | None:
+    """The exit code the errors of a run make (None: there are none): 3 when any is
+    a bug of elfpatch's, else 2."""
+    if any(isinstance(error, InternalError) for error in errors):
+        return ExitCode.INTERNAL
+    return ExitCode.BAD_INPUT if errors else None
 
 
 def malformed(label: str, error: BaseException) -> CorruptElfError:

@@ -22,7 +22,13 @@ from typing import Any
 
 import pytest
 from elftools.elf.elffile import ELFFile
-from support.build import invoke, make_wheel, platform, remove_section_headers
+from support.build import (
+    invoke,
+    make_wheel,
+    platform,
+    remove_section_headers,
+    stripped_copy,
+)
 
 from elfpatch.errors import InputError
 from elfpatch.service.runner import scan_paths
@@ -191,6 +197,26 @@ def test_corrupt_file_without_section_headers(case: str, good_library: Path,
     bad.write_bytes(lay.patched(*edits))
     assert_one_clean_error(bad, good_library, words)
 
+
+
+def test_an_unwind_table_pointing_below_address_zero_is_done_without(good_library: Path,
+                                                                     tmp_path: Path) -> None:
+    """A stripped library whose .eh_frame_hdr search table puts a function before address
+    0: the table gives no function bounds (as one in a form not read), and the
+    initializers are still followed.  It raised OverflowError in the analysis."""
+    bad = stripped_copy(good_library, tmp_path / "stripped.so")
+    data = bytearray(bad.read_bytes())
+    with bad.open("rb") as stream:
+        header = next(s for s in ELFFile(stream).iter_segments()
+                      if s["p_type"] == "PT_GNU_EH_FRAME")
+        first_entry = header["p_offset"] + 12
+        struct.pack_into("<i", data, first_entry, -header["p_vaddr"] - 16)
+    bad.write_bytes(bytes(data))
+    for args in (("inits", "--json"), ("inits", "--json", "--closure")):
+        result = invoke(*args, str(bad))
+        assert result.exception is None, result.exception
+        assert result.exit_code == 0, (args, result.stderr)
+        assert json.loads(result.stdout)["errors"] == []
 
 # -- archives and paths ------------------------------------------------------------------
 

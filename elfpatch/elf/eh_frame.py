@@ -51,6 +51,8 @@ class FunctionBounds:
         if not self.elf.header.little_endian:
             pairs.byteswap()
         base = header.vaddr
+        if pairs and not 0 <= base + min(pairs) <= base + max(pairs) < 1 << 64:
+            return None  # entries before address 0 or past the top: no table to trust
         return (array("Q", (base + value for value in pairs[0::2])),
                 array("Q", (base + value for value in pairs[1::2])))
 

@@ -30,9 +30,9 @@ from elfpatch.analysis.check import (
 )
 from elfpatch.analysis.policy import Level
 from elfpatch.analysis.unique import UniqueSymbol
-from elfpatch.errors import ElfpatchError
+from elfpatch.errors import ElfpatchError, InternalError
 from elfpatch.report.scan_json import SCHEMA_VERSION, error_record, file_record
-from elfpatch.report.style import Styler, plural
+from elfpatch.report.style import Styler, failed_inputs, plural
 
 # The group of libraries given as files rather than found in an archive.
 _LOOSE_FILES = "(files)"
@@ -195,6 +195,8 @@ def _library_lines(library: LibraryCheck, style: Styler) -> list[str]:
 def _verdict(result: CheckResult, style: Styler) -> str:
     """The last line: the same verdict as ``result.passed`` and the exit code, and what next."""
     if result.errors:
+        if any(isinstance(error, InternalError) for error in result.errors):
+            return style(f"check failed: {failed_inputs(result.errors)}", "bad")
         return style(f"check could not read {plural(len(result.errors), 'input')}", "bad")
     if result.passed:
         return style(f"check passed ({plural(len(result.libraries), 'library', 'libraries')})",

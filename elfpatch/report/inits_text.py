@@ -21,7 +21,7 @@ from elfpatch.analysis.initializers import InitializerEntry, InitializerPart, de
 from elfpatch.analysis.risks import Risk, RiskKind, Severity
 from elfpatch.cxx.demangle import demangle
 from elfpatch.elf.constants import ELF_TYPE_NAMES, ET_REL
-from elfpatch.report.style import Styler, plural
+from elfpatch.report.style import Styler, failed_inputs, plural
 
 # Without -v: this many other warnings (entries of them), units of exit-time destructors,
 # objects per unit, other places a repeated finding comes from.
@@ -262,5 +262,5 @@ def _summary(result: InitsResult, style: Styler) -> str:
     text = (f"{plural(len(result.objects), 'object')}: {plural(count, 'initializer')}, "
             f"{plural(errors, 'error')}")
     if result.errors:
-        text += "; " + style(plural(len(result.errors), "input") + " could not be read", "bad")
+        text += "; " + style(failed_inputs(result.errors), "bad")
     return text

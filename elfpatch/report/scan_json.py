@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from elfpatch.analysis.unique import FileScan, UniqueSymbol
 from elfpatch.elf.file import printable
-from elfpatch.errors import ElfpatchError
+from elfpatch.errors import ElfpatchError, InternalError
 
 if TYPE_CHECKING:
     from elfpatch.loader.dlopen import LoadVerdict
@@ -44,7 +44,10 @@ def load_record(verdict: LoadVerdict) -> dict[str, Any]:
     return record
 
 
-def error_record(error: ElfpatchError) -> dict[str, str]:
+def error_record(error: ElfpatchError) -> dict[str, Any]:
+    """An input's error; ``internal`` only on elfpatch's own failure (exit code 3)."""
+    if isinstance(error, InternalError):
+        return {"path": error.path, "error": error.reason, "internal": True}
     return {"path": error.path, "error": error.reason}
 
 

@@ -14,7 +14,7 @@ from elfpatch.errors import ElfpatchError
 
 if TYPE_CHECKING:
     from elfpatch.loader.dlopen import LoadVerdict
-from elfpatch.report.style import Styler, plural
+from elfpatch.report.style import Styler, failed_inputs, plural
 
 # How many symbols a file's summary shows without -v.
 TELLING_SYMBOLS = 5
@@ -199,5 +199,5 @@ def _render_summary(scans: list[FileScan], errors: list[ElfpatchError], style: S
                 f"because of STB_GNU_UNIQUE "
                 f"({plural(definitions, 'exported unique definition')})")
     if errors:
-        text += "; " + style(plural(len(errors), "input") + " could not be read", "bad")
+        text += "; " + style(failed_inputs(errors), "bad")
     return text

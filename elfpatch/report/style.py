@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import click
+
+from elfpatch.errors import ElfpatchError, InternalError
 
 Styler = Callable[[str, str], str]
 
@@ -44,3 +46,15 @@ def make_styler(color: bool) -> Styler:
 
 def plural(count: int, singular: str, plural_form: str | None = None) -> str:
     return f"{count} {singular if count == 1 else (plural_form or singular + 's')}"
+
+
+def failed_inputs(errors: Sequence[ElfpatchError]) -> str:
+    """The inputs a run could not do, in words: those it could not read, and apart
+    those elfpatch failed on although they read cleanly (its own bug)."""
+    internal = sum(isinstance(error, InternalError) for error in errors)
+    parts = []
+    if len(errors) > internal:
+        parts.append(plural(len(errors) - internal, "input") + " could not be read")
+    if internal:
+        parts.append(f"elfpatch failed on {plural(internal, 'input')} (a bug of elfpatch)")
+    return "; ".join(parts)

@@ -1,9 +1,10 @@
 """Runs an analysis over every input, keeping going past inputs that fail.
 
 A corrupt file is reported as one error and the others are still analysed;
-an unexpected exception while parsing a file is turned into a
-``CorruptElfError`` for that file, which keeps the traceback as text (the
-CLI's ``--traceback`` prints it).
+an unexpected exception while analysing a file is that file's error too:
+what is wrong with its structure, or, when it reads cleanly, a bug of
+elfpatch's (``failures.failure_of``).  Either keeps the traceback as text
+(the CLI's ``--traceback`` prints it).
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from typing import Generic, TypeVar
 from elfpatch.analysis.unique import FileScan, scan_elf
 from elfpatch.elf.file import ElfFile
 from elfpatch.elf.source import ElfSource
-from elfpatch.errors import PARSE_FAILURES, ElfpatchError, malformed
+from elfpatch.errors import ElfpatchError
+from elfpatch.service.failures import failure_of
 from elfpatch.service.inputs import expand, open_sources
 
 T = TypeVar("T")
@@ -49,8 +51,8 @@ def run_per_file(paths: Iterable[str], analyse: Callable[[ElfSource, ElfFile], T
             outcome.results.append(analyse(source, elf))
         except ElfpatchError as error:
             outcome.errors.append(error)
-        except PARSE_FAILURES as error:
-            outcome.errors.append(malformed(source.label, error))
+        except Exception as error:
+            outcome.errors.append(failure_of(source.label, elf, error))
         finally:
             elf.close()
     return outcome
