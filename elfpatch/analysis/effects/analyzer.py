@@ -49,6 +49,7 @@ from elfpatch.analysis.effects.summary import (
     bare_keys_of,
     effects_keys,
     function_key,
+    handed_to_unknown_code,
     incomplete,
     read_seen,
     rekeyed,
@@ -140,7 +141,7 @@ class EffectsAnalyzer:
         # Functions walked knowing constant arguments; None where they decide nothing.
         self._specialised: dict[tuple[int, Constants], FunctionSummary | None] = {}
         self._uses: dict[tuple[int, int], int | None] = {}
-        self._parameter_sweeps: dict[int, list[Event] | None] = {}
+        self._parameter_sweeps: dict[int, tuple[list[Event], bool] | None] = {}
         self._sweep_budget = MAX_PARAMETER_SWEEPS
         self._targets: dict[int, Target] = {}
         self._written: dict[int, frozenset[str] | None] = {}
@@ -464,13 +465,18 @@ class EffectsAnalyzer:
         key = (function, position)
         if key in self._uses:
             return self._uses[key]  # None while in progress: a recursive call
-        events = self._parameter_events(function) if depth <= MAX_PARAMETER_DEPTH else None
-        if events is None:
+        found = self._parameter_events(function) if depth <= MAX_PARAMETER_DEPTH else None
+        if found is None:
             return None
-        self._uses[key] = None
+        events, whole = found
         mine: list[tuple[int, int, int]] = [(kind, callee, at)
                                             for kind, subject, callee, at in events
                                             if subject == position]
+        if not whole and any(kind not in (PASS, PASS_FOREIGN) for kind, _c, _a in mine):
+            # Its own code uses the parameter, and calls code not followed: what it
+            # does with it is only assumed, as of code not seen.
+            return None
+        self._uses[key] = None
         use = 0
         passes = []
         for kind, callee, at in mine:
@@ -519,18 +525,19 @@ class EffectsAnalyzer:
                     return inner & USE_READ_FIRST
         return 0
 
-    def _parameter_events(self, function: int) -> list[Event] | None:
+    def _parameter_events(self, function: int) -> tuple[list[Event], bool] | None:
         """The events of a sweep that starts with the argument registers holding the
-        parameters, about those parameters; None when the code is not seen whole."""
+        parameters, about those parameters, and whether its code was seen whole; None
+        when too much of it was not.  Calls through a register leave what is known
+        of the parameters they are not passed (``parameters_to_unknown_code``): one
+        the function only passes on to code it names, or not at all, is known."""
         if function not in self._parameter_sweeps:
             if self._sweep_budget <= 0:
                 return None
             self._sweep_budget -= 1
             summary = self._analyse(function, parameters=True)
-            self._parameter_sweeps[function] = [
-                event for event in summary.events
-                if type(event[1]) is int and event[0] not in (CALL, HOOK)] \
-                if summary.complete else None
+            self._parameter_sweeps[function] = (_received_events(summary), summary.complete) \
+                if summary.stopped.keys() <= _PARAMETERS_TRACKED_PAST else None
         return self._parameter_sweeps[function]
 
     # -- calls --------------------------------------------------------------------------
@@ -755,6 +762,34 @@ class EffectsAnalyzer:
         return min(MAX_UNSIZED_BYTES, following - address) if following is not None \
             else MAX_UNSIZED_BYTES
 
+
+# Why a parameter sweep may stop and still say all a function does with its parameters.
+_PARAMETERS_TRACKED_PAST = frozenset({StopReason.INDIRECT_CALL})
+
+
+def _received_events(summary: FunctionSummary) -> list[Event]:
+    """The events of a parameter sweep about the parameters; those that hand a call
+    through a register what is in an argument register past the last one the
+    function handles itself are left out.  A caller whose callee has no name
+    passes all eight argument registers, and whatever it left in the last ones (an
+    address gcc kept there for its own use) reaches, untouched, every call
+    through a register further down: a parameter the function never reads,
+    copies, compares nor passes on by name is not one it was given.  Those below
+    the last it handles are (``cb(a, b)`` handing on ``a`` and ``b`` where it
+    was given them)."""
+    events = [event for event in summary.events
+              if type(event[1]) is int and event[0] not in (CALL, HOOK)]
+    handled = summary.parameters_handled | summary.tests_arguments
+    if handled < 0:  # a jump table indexed by any of them
+        return events
+    for event in events:
+        subject = event[1]
+        if subject >= 0 and (event[0] in (READ, WRITE) or (
+                event[0] == UNKNOWN_PASS and not handed_to_unknown_code(event))):
+            handled |= 1 << subject
+    last = handled.bit_length() - 1
+    return [event for event in events
+            if not (handed_to_unknown_code(event) and event[3] > last)]
 
 # What a function's own code does to a global that ``path_to`` looks for.
 _TOUCHES = frozenset({READ, WRITE, PASS, PASS_FOREIGN, UNKNOWN_PASS})

@@ -122,6 +122,13 @@ def unseen_use(position: int) -> int:
     return USE_READ | USE_UNKNOWN if position == 0 else USE_READ | USE_READ_FIRST
 
 
+def handed_to_unknown_code(event: Event) -> bool:
+    """Whether ``event`` hands a parameter to a call through a register
+    (``FunctionWalk.parameters_to_unknown_code``): the only ``UNKNOWN_PASS`` whose
+    use is assumed, not known (``unfollowed_use``)."""
+    return event[0] == UNKNOWN_PASS and event[2] is not None and bool(event[2] & USE_ASSUMED)
+
+
 def unfollowed_use(position: int) -> int:
     """``unseen_use`` of this object's own code that was not followed to the end:
     its read is assumed, not seen (``USE_ASSUMED``)."""
@@ -292,6 +299,10 @@ class FunctionSummary:
     # indexes a jump table): a constant passed there may select its paths (worth a
     # walk knowing it, ``EffectsAnalyzer.specialised``).
     tests_arguments: int = 0
+    # Bits of the parameters its own code handles (a parameter sweep): copied to another
+    # register or a stack slot, or called; reads and writes through them, and hands to
+    # named functions, are its events.  What ``parameter_use`` takes it to receive.
+    parameters_handled: int = 0
     # The global's address every return hands back, or (a str) the key of the global
     # whose pointer every return hands back (None: not one known).
     returned: int | str | None = None

@@ -85,6 +85,7 @@ from elfpatch.analysis.effects.summary import (
     KeyedCall,
     StopReason,
     function_key,
+    unfollowed_use,
 )
 
 if TYPE_CHECKING:
@@ -1069,6 +1070,8 @@ class FunctionWalk:
             self.state.pop(register, None)
         else:
             self.state[register] = value
+            if value.parameter is not None and value.parameter >= 0:
+                self.summary.parameters_handled |= 1 << value.parameter
 
     def load_from(self, register: str | None, slot: int) -> bool:
         """``register = *slot`` when ``slot`` is a GOT slot; False if it is not one."""
@@ -1103,6 +1106,8 @@ class FunctionWalk:
         else:
             self.state[key] = value
             self.stack_slots = True
+            if value.parameter is not None and value.parameter >= 0:
+                self.summary.parameters_handled |= 1 << value.parameter
 
     def forget_slots(self, base: str) -> None:
         """The base register moved: slots addressed through it are other slots now."""
@@ -1271,6 +1276,10 @@ class FunctionWalk:
                 # Through a register we cannot resolve (a virtual call, a callback):
                 # code that is not followed.
                 self.summary.stop_here(StopReason.INDIRECT_CALL)
+                if target is not None and target.parameter is not None \
+                        and target.parameter >= 0:
+                    self.summary.parameters_handled |= 1 << target.parameter
+                self.parameters_to_unknown_code(arguments)
             return
         self.record_call(resolved)
         name = resolved.name
@@ -1420,6 +1429,17 @@ class FunctionWalk:
         written = self.analyzer.registers_written(callee) if callee is not None else None
         lost = saved if written is None else written | self.CALL_WRITES
         self.state = {r: v for r, v in self.state.items() if r not in lost}
+
+    def parameters_to_unknown_code(self, arguments: list[Value | None]) -> None:
+        """The parameters in argument registers at a call that is not followed are
+        handed to it, taken to be read (``unfollowed_use``): with that, a parameter
+        sweep says what the function does with each parameter although it makes such
+        a call (``parameter_use``; those past the last it handles are dropped there).
+        In an ordinary sweep no register holds a parameter."""
+        for position, value in enumerate(arguments):
+            if value is not None and value.parameter is not None:
+                self.events.append((UNKNOWN_PASS, value.parameter, unfollowed_use(position),
+                                    position))
 
     def pass_arguments(self, arguments: list[tuple[int, Value | None]], callee: Target,
                        constructor: bool) -> None:
