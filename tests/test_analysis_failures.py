@@ -87,6 +87,17 @@ def test_a_bug_on_a_clean_file_is_internal_and_the_others_go_on(
     assert [(e["path"], e.get("internal")) for e in document["errors"]] == [(str(struck), True)]
 
 
+def test_in_a_closure_the_other_objects_go_on(libraries: tuple[Path, Path],
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    _good, struck = libraries
+    strike_inits(monkeypatch, key_error)
+    result = invoke("inits", "--json", "--closure", str(struck))
+    assert result.exit_code == ExitCode.INTERNAL, result.stderr
+    document = json.loads(result.stdout)
+    assert [(e["path"], e.get("internal")) for e in document["errors"]] == [(str(struck), True)]
+    assert document["files"] and str(struck) not in [f["path"] for f in document["files"]]
+
+
 def test_the_text_report_counts_it_apart(libraries: tuple[Path, Path],
                                          monkeypatch: pytest.MonkeyPatch) -> None:
     good, struck = libraries

@@ -27,7 +27,7 @@ from elfpatch.base.regular_file import read_regular_text, write_regular_text
 from elfpatch.elf.source import ElfSource, open_source
 from elfpatch.errors import PARSE_FAILURES, ElfpatchError, InputError, malformed
 from elfpatch.loader.dlopen import LoadHost
-from elfpatch.service.failures import failure_of
+from elfpatch.service.failures import failures_judged
 from elfpatch.service.inputs import split_sources
 from elfpatch.service.load import with_load_verdicts
 from elfpatch.service.parallel import cycles_uncollected, run_alongside, worker_pool
@@ -112,13 +112,8 @@ def gather_facts(source: ElfSource, need_effects: bool,
                  need_sources: bool = False) -> LibraryFacts:
     """Analyse one library (run in a worker process with -j); an unexpected failure is
     raised as its error, the input's or elfpatch's (``failures.failure_of``)."""
-    with open_source(source) as elf, cycles_uncollected():
-        try:
-            return facts_of(elf, source, need_effects, run_alongside, need_sources)
-        except ElfpatchError:
-            raise
-        except Exception as error:
-            raise failure_of(source.label, elf, error) from None
+    with open_source(source) as elf, cycles_uncollected(), failures_judged(source.label, elf):
+        return facts_of(elf, source, need_effects, run_alongside, need_sources)
 
 
 # Version 2: keys of loose files are relative to the folder given, unnamed subjects

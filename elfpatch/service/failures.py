@@ -10,11 +10,25 @@ told apart by reading the whole file's structure again.
 from __future__ import annotations
 
 import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from elfpatch.elf.file import ElfFile
 from elfpatch.elf.integrity import read_all_structure
 from elfpatch.errors import PARSE_FAILURES, ElfpatchError, InternalError, malformed
 from elfpatch.service.parallel import ChildCrashed
+
+
+@contextmanager
+def failures_judged(label: str, elf: ElfFile) -> Iterator[None]:
+    """Any exception of the analysis of ``elf`` inside, other than its own errors,
+    raised again as the error ``failure_of`` finds for it."""
+    try:
+        yield
+    except ElfpatchError:
+        raise
+    except Exception as error:
+        raise failure_of(label, elf, error) from None
 
 
 def failure_of(label: str, elf: ElfFile, error: Exception) -> ElfpatchError:

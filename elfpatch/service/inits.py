@@ -38,7 +38,7 @@ from elfpatch.elf.source import ElfSource
 from elfpatch.errors import ElfpatchError
 from elfpatch.loader.closure import dependency_closure
 from elfpatch.loader.host import HostProfile
-from elfpatch.service.failures import failure_of
+from elfpatch.service.failures import failures_judged
 from elfpatch.service.parallel import cycles_uncollected, run_alongside
 from elfpatch.service.registries import dependencies, lookup_order_of, roles
 from elfpatch.service.runner import Progress, run_per_file
@@ -90,25 +90,18 @@ def analyse_closure(root: str, sort_algorithm: int, follow_code: bool = True,
         if progress is not None:
             progress(f"{position + 1}/{len(closure.objects)} {loaded.path}")
         try:
-            with ElfFile.open(loaded.path) as elf, cycles_uncollected():
-                try:
-                    analysis = analyse_object_fully(elf, str(loaded.path),
-                                                    follow_code=follow_code, in_closure=True,
-                                                    alongside=run_alongside)
-                    state = ObjectInitialisation(str(loaded.path), position,
-                                                 tuple(analysis.analysed),
-                                                 exported_definitions(elf), analysis.exit_code)
-                    object_uses = keyed_uses(str(loaded.path), position, analysis.analysed)
-                except ElfpatchError:
-                    raise
-                except Exception as error:
-                    errors.append(failure_of(str(loaded.path), elf, error))
-                    continue
+            with ElfFile.open(loaded.path) as elf, cycles_uncollected(), \
+                    failures_judged(str(loaded.path), elf):
+                analysis = analyse_object_fully(elf, str(loaded.path), follow_code=follow_code,
+                                                in_closure=True, alongside=run_alongside)
+                states.append(ObjectInitialisation(str(loaded.path), position,
+                                                   tuple(analysis.analysed),
+                                                   exported_definitions(elf),
+                                                   analysis.exit_code))
+                uses += keyed_uses(str(loaded.path), position, analysis.analysed)
         except ElfpatchError as error:
             errors.append(error)
             continue
-        states.append(state)
-        uses += object_uses
         reports.append(analysis.report)
     lookup = [str(o.path) for o in closure.load_order]
     extra = cross_object_risks(states, lookup)

@@ -17,7 +17,7 @@ from elfpatch.analysis.unique import FileScan, scan_elf
 from elfpatch.elf.file import ElfFile
 from elfpatch.elf.source import ElfSource
 from elfpatch.errors import ElfpatchError
-from elfpatch.service.failures import failure_of
+from elfpatch.service.failures import failures_judged
 from elfpatch.service.inputs import expand, open_sources
 
 T = TypeVar("T")
@@ -48,11 +48,10 @@ def run_per_file(paths: Iterable[str], analyse: Callable[[ElfSource, ElfFile], T
         if progress is not None:
             progress(f"{number}/{total} {source.member or source.path}")
         try:
-            outcome.results.append(analyse(source, elf))
+            with failures_judged(source.label, elf):
+                outcome.results.append(analyse(source, elf))
         except ElfpatchError as error:
             outcome.errors.append(error)
-        except Exception as error:
-            outcome.errors.append(failure_of(source.label, elf, error))
         finally:
             elf.close()
     return outcome
