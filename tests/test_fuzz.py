@@ -39,6 +39,7 @@ SEEDS = (
     ("32bit", (), False),
     ("bigendian", ("-Wl,--hash-style=sysv",), True),
     ("bigendian", (), False),
+    ("host", ("-s",), False),  # stripped: function bounds come from the unwind tables
 )
 
 # A static initializer too, for the initializer listing.
@@ -62,7 +63,8 @@ extern "C" int use_all() {
 }
 
 _TABLES = (".dynsym", ".dynstr", ".symtab", ".strtab", ".gnu.hash", ".hash", ".rela.dyn",
-           ".rel.dyn", ".rela.plt", ".rel.plt", ".relr.dyn", ".init_array", ".shstrtab")
+           ".rel.dyn", ".rela.plt", ".rel.plt", ".relr.dyn", ".init_array", ".shstrtab",
+           ".fini_array", ".eh_frame_hdr")
 
 
 @dataclass(frozen=True)
@@ -215,6 +217,20 @@ def test_command_line_never_prints_a_traceback(case: Mutant) -> None:
         assert result.stderr.splitlines() == [line for line in result.stderr.splitlines()
                                               if line.startswith(f"elfpatch: error: {path}")]
         assert len(result.stderr.splitlines()) == 1
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mutant())
+def test_inits_never_takes_a_corrupt_file_for_its_own_bug(case: Mutant) -> None:
+    """An analysis that fails on a mutant is judged by reading its whole structure
+    again: a corrupt file is exit code 2, never an internal error (exit code 3)."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "mutant.so"
+        path.write_bytes(case.data)
+        result = invoke("inits", "--json", str(path))
+    assert result.exception is None, result.exception
+    assert result.exit_code in (0, 2), result.stderr
+    assert "Traceback" not in result.stderr and "internal error" not in result.stderr
 
 
 def test_seeds_are_what_they_claim() -> None:
