@@ -58,6 +58,12 @@ def in_the_forked_half() -> None:
     run_alongside(lambda: None, key_error)
 
 
+def interrupt_in_the_forked_half() -> None:
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+    run_alongside(lambda: None, interrupted)
+
+
 def strike_inits(monkeypatch: pytest.MonkeyPatch, failure: Callable[[], object]) -> None:
     monkeypatch.setattr(inits_service, "analyse_object_fully",
                         planted(inits_service.analyse_object_fully, failure))
@@ -96,6 +102,15 @@ def test_in_a_closure_the_other_objects_go_on(libraries: tuple[Path, Path],
     document = json.loads(result.stdout)
     assert [(e["path"], e.get("internal")) for e in document["errors"]] == [(str(struck), True)]
     assert document["files"] and str(struck) not in [f["path"] for f in document["files"]]
+
+
+def test_an_interrupt_of_the_forked_half_is_an_interrupt(libraries: tuple[Path, Path],
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    good, struck = libraries
+    strike_inits(monkeypatch, interrupt_in_the_forked_half)
+    result = invoke("inits", "--json", str(struck), str(good))
+    assert result.exit_code == ExitCode.INTERRUPTED, result.stderr
+    assert error_lines(result.stderr) == ["elfpatch: interrupted"]
 
 
 def test_the_text_report_counts_it_apart(libraries: tuple[Path, Path],

@@ -28,6 +28,9 @@ def failures_judged(label: str, elf: ElfFile) -> Iterator[None]:
     except ElfpatchError:
         raise
     except Exception as error:
+        if isinstance(error, ChildCrashed) and _interrupted(error):
+            # Ctrl-C reached the forked half first: still an interrupt, no failure.
+            raise KeyboardInterrupt from error
         raise failure_of(label, elf, error) from None
 
 
@@ -62,3 +65,8 @@ def _described(error: Exception) -> tuple[str, str]:
         lines = [line for line in text.splitlines() if line.strip()]
         return (lines[-1].strip() if lines else "the forked half failed"), text
     return f"{type(error).__name__}: {error}", "".join(traceback.format_exception(error))
+
+
+def _interrupted(error: ChildCrashed) -> bool:
+    """Whether the forked half ended on an interrupt (its traceback's last line)."""
+    return _described(error)[0].startswith("KeyboardInterrupt")

@@ -763,7 +763,8 @@ class EffectsAnalyzer:
             else MAX_UNSIZED_BYTES
 
 
-# Why a parameter sweep may stop and still say all a function does with its parameters.
+# Why a parameter sweep may stop and still say what a function does with the parameters
+# its own code does not use (``_use``).
 _PARAMETERS_TRACKED_PAST = frozenset({StopReason.INDIRECT_CALL})
 
 
