@@ -20,7 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from elfpatch.fixtures import build
-from support.inits import assembled_events, strip_unneeded, toolchain
+from support.inits import assembled_events, local_objects, strip_unneeded, toolchain
 from support.readelf import symtab_address
 
 from elfpatch.analysis.effects import EffectsAnalyzer
@@ -52,10 +52,7 @@ probe:
     ldp x29, x30, [sp], #16
     ret
     .size probe, .-probe
-    .local anchor
-    .comm anchor, 8, 8
-    .section .note.GNU-stack,"",@progbits
-"""
+""" + local_objects(anchor=8)
 
 
 def test_an_outline_atomic_reads_no_flag(tmp_path: Path) -> None:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 from support.build import compile_linked
-from support.inits import strip_unneeded, toolchain
+from support.inits import local_objects, strip_unneeded, toolchain
 from support.readelf import symtab_address
 
 from elfpatch.analysis.effects import EffectsAnalyzer
@@ -72,12 +72,7 @@ reader:
     ldp x29, x30, [sp], #16
     ret
     .size reader, .-reader
-    .local anchor
-    .comm anchor, 8, 8
-    .local table
-    .comm table, 8, 8
-    .section .note.GNU-stack,"",@progbits
-"""
+""" + local_objects(anchor=8, table=8)
 X86_64 = """
     .intel_syntax noprefix
     .text
@@ -117,12 +112,7 @@ reader:
     add rsp, 8
     ret
     .size reader, .-reader
-    .local anchor
-    .comm anchor, 8, 8
-    .local table
-    .comm table, 8, 8
-    .section .note.GNU-stack,"",@progbits
-"""
+""" + local_objects(anchor=8, table=8)
 SOURCES = {"aarch64": AARCH64, "x86_64": X86_64}
 LAST = {"aarch64": 7, "x86_64": 5}  # the last argument register's position
 

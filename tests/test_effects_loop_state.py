@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from support.build import require_tool
-from support.inits import assembled_events
+from support.inits import assembled_events, local_objects
 from support.readelf import symtab_address
 
 from elfpatch.analysis.effects.summary import READ, UPDATE_STORE, WRITE
@@ -46,10 +46,7 @@ bump_after_loop:
     pop %rbx
     ret
     .size bump_after_loop, .-bump_after_loop
-    .local counter
-    .comm counter,4,4
-    .section .note.GNU-stack,"",@progbits
-"""
+""" + local_objects(counter=4)
 
 
 def test_a_register_the_loop_leaves_alone_is_known_after_it(tmp_path: Path) -> None:

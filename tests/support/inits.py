@@ -110,6 +110,15 @@ def compiler_runs(flags: tuple[str, ...], machine: str = "x86_64") -> bool:
     return True
 
 
+def local_objects(**sizes: int) -> str:
+    """The end of a hand-written assembly source: a zeroed object of this file alone
+    for each name (its size its alignment), and the note that asks for no executable
+    stack."""
+    lines = [f"    .local {name}\n    .comm {name}, {size}, {size}\n"
+             for name, size in sizes.items()]
+    return "".join(lines) + '    .section .note.GNU-stack,"",@progbits\n'
+
+
 def assembled_events(compiler: str, source: str, library: Path, function: str) -> list:
     """The events of ``function``'s own code (``EffectsAnalyzer.summary``) in the shared
     library ``compiler`` assembles from ``source`` at ``library``: hand-written code
