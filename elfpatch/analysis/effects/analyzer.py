@@ -792,6 +792,7 @@ def _received_events(summary: FunctionSummary) -> list[Event]:
     return [event for event in events
             if not (handed_to_unknown_code(event) and event[3] > last)]
 
+
 # What a function's own code does to a global that ``path_to`` looks for.
 _TOUCHES = frozenset({READ, WRITE, PASS, PASS_FOREIGN, UNKNOWN_PASS})
 

@@ -1070,8 +1070,15 @@ class FunctionWalk:
             self.state.pop(register, None)
         else:
             self.state[register] = value
-            if value.parameter is not None and value.parameter >= 0:
-                self.summary.parameters_handled |= 1 << value.parameter
+            if value.parameter is not None:
+                self.handles(value.parameter)
+
+    def handles(self, parameter: int) -> None:
+        """The function's own code copies, spills or calls the parameter at ``parameter``
+        (``FunctionSummary.parameters_handled``; the address of a by-value result, at
+        a negative position, is no argument register's)."""
+        if parameter >= 0:
+            self.summary.parameters_handled |= 1 << parameter
 
     def load_from(self, register: str | None, slot: int) -> bool:
         """``register = *slot`` when ``slot`` is a GOT slot; False if it is not one."""
@@ -1106,8 +1113,8 @@ class FunctionWalk:
         else:
             self.state[key] = value
             self.stack_slots = True
-            if value.parameter is not None and value.parameter >= 0:
-                self.summary.parameters_handled |= 1 << value.parameter
+            if value.parameter is not None:
+                self.handles(value.parameter)
 
     def forget_slots(self, base: str) -> None:
         """The base register moved: slots addressed through it are other slots now."""
@@ -1276,9 +1283,8 @@ class FunctionWalk:
                 # Through a register we cannot resolve (a virtual call, a callback):
                 # code that is not followed.
                 self.summary.stop_here(StopReason.INDIRECT_CALL)
-                if target is not None and target.parameter is not None \
-                        and target.parameter >= 0:
-                    self.summary.parameters_handled |= 1 << target.parameter
+                if target is not None and target.parameter is not None:
+                    self.handles(target.parameter)
                 self.parameters_to_unknown_code(arguments)
             return
         self.record_call(resolved)
