@@ -160,6 +160,10 @@ class ReplayIndex:
         fields = self._answer(self.row.plt, stub, "PLT stub")
         return GotEntry(*fields) if fields is not None else None
 
+    def unlikely(self, address: int) -> bool:
+        """The corpus pins how the walker reads code, not where the linker put it."""
+        return False
+
     def function_at(self, address: int) -> tuple[str | None, int] | None:
         if address == self.row.start:
             return "corpus", len(self.code)

@@ -34,6 +34,7 @@ from elfpatch.elf import constants as C
 from elfpatch.elf.columns import byte_column, byte_mask, column
 from elfpatch.elf.eh_frame import FunctionBounds
 from elfpatch.elf.file import ElfFile
+from elfpatch.elf.layout import unlikely_code
 from elfpatch.elf.relocations import RelocationTable, dynamic_relocation_tables
 from elfpatch.elf.symbols import SymbolTable, read_dynsym, read_symtab
 from elfpatch.errors import ElfpatchError
@@ -371,6 +372,15 @@ class AddressIndex:
         functions = self._functions
         return sorted({*(functions.by_address if functions is not None else ()),
                        *self._bounds.starts})
+
+    def unlikely(self, address: int) -> bool:
+        """Whether the function starting at ``address`` is code gcc laid out as never
+        expected to run (``layout.unlikely_code``)."""
+        return address in self._unlikely
+
+    @cached_property
+    def _unlikely(self) -> range:
+        return unlikely_code(self.elf, self._bounds.starts)
 
     @property
     def knows_functions(self) -> bool:

@@ -1,0 +1,113 @@
+"""A lock's slow path declared cold (``fixtures/slow_path``): laid out as code never
+expected to run, it is not followed.
+
+``user.cpp``'s initializer takes a free lock; the lock's slow path (``cold``, as
+abseil's ``Mutex::LockSlow`` is) writes ``journal``, which ``journal.cpp`` builds
+later, but never runs: the program prints ``contended=0``.  The oracle for the
+layout is the compiler's own choice: which functions each object file puts in
+``.text.unlikely``.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from elfpatch.fixtures import build
+from support.inits import ORDER_KINDS, inits_of, order_risks_when_stripped, printed, risks, scenario
+from support.readelf import symtab_address
+
+from elfpatch.elf.eh_frame import FunctionBounds
+from elfpatch.elf.file import ElfFile
+from elfpatch.elf.layout import unlikely_code
+
+QUIET = {"value": "7", "contended": "0", "name": "table lock"}
+
+
+def test_the_cold_slow_path_is_not_followed(tmp_path: Path) -> None:
+    built = scenario("slow_path")
+    assert printed(built, "user_first") == QUIET
+    assert risks(inits_of(built.path("user_first")), *ORDER_KINDS) == []
+    assert order_risks_when_stripped("x86_64", built.path("libuser_first.so"), tmp_path) == []
+
+
+def test_the_same_path_laid_out_with_the_rest_is_followed() -> None:
+    """Without ``cold`` the slow path is the code's like any other: its write counts
+    (the lock word that keeps it from running is a value the analysis does not know)."""
+    built = scenario("slow_path")
+    assert printed(built, "user_first_warm") == QUIET
+    found = risks(inits_of(built.path("user_first_warm")), *ORDER_KINDS)
+    assert [(r["severity"], r["kind"], r["object"]) for r in found] == [
+        ("error", "init-order", "journal")]
+
+
+def _unlikely_functions(path: Path) -> set[str]:
+    """The function symbols of ``path`` that start in its ``unlikely_code``."""
+    with ElfFile.open(str(path)) as elf:
+        unlikely = unlikely_code(elf, FunctionBounds(elf).starts)
+    listed = subprocess.run(["nm", "--defined-only", str(path)], capture_output=True,
+                            text=True, check=True).stdout.split("\n")
+    return {fields[2] for fields in map(str.split, listed)
+            if len(fields) == 3 and fields[1] in "tT" and int(fields[0], 16) in unlikely}
+
+
+def _compiled_unlikely(folder: Path, sources: list[Path], flags: tuple[str, ...]) -> set[str]:
+    """The functions g++ files under ``.text.unlikely`` (split-off parts included) in
+    the objects of ``sources``, compiled with ``flags``."""
+    names: set[str] = set()
+    for source in sources:
+        target = folder / f"{source.stem}.o"
+        subprocess.run([build.host_toolchain().cxx, *flags, "-c", str(source), "-o",
+                        str(target)], check=True, capture_output=True)
+        listed = subprocess.run(["readelf", "-sW", "--section-headers", str(target)],
+                                capture_output=True, text=True, check=True).stdout
+        sections = _section_names(listed)
+        for fields in map(str.split, listed.split("\n")):
+            if len(fields) == 8 and fields[3] == "FUNC" and fields[6].isdigit() \
+                    and sections.get(int(fields[6]), "").startswith(".text.unlikely"):
+                names.add(fields[7])
+    return names
+
+
+def _section_names(listed: str) -> dict[int, str]:
+    """Section index -> name, from ``readelf --section-headers``' ``[ N] name`` rows."""
+    names = {}
+    for line in listed.split("\n"):
+        head, _, rest = line.strip().partition("]")
+        if head.startswith("[") and head[1:].strip().isdigit() and rest.split():
+            names[int(head[1:])] = rest.split()[0]
+    return names
+
+
+def test_the_unlikely_code_is_what_the_compiler_put_in_text_unlikely(tmp_path: Path) -> None:
+    built = scenario("slow_path")
+    sources = [built.scenario.folder / name for name in ("user.cpp", "lock.cpp",
+                                                         "journal.cpp", "main.cpp")]
+    expected = _compiled_unlikely(tmp_path, sources, ("-O2", "-g0"))
+    assert {"_Z9lock_slowP4Lock", "_Z15note_contentionv"} <= expected
+    assert _unlikely_functions(built.path("user_first")) == expected
+    # Laid out with the rest: nothing is unlikely, and nothing is taken to be.
+    assert _compiled_unlikely(tmp_path, sources, ("-O2", "-g0", "-DWARM_SLOW_PATH")) == set()
+    assert _unlikely_functions(built.path("user_first_warm")) == set()
+
+
+def test_no_unlikely_code_is_known_on_aarch64() -> None:
+    """gcc for aarch64 skips a function's alignment where it would take 12 bytes: no
+    alignment tells cold code from the rest there, so every function is followed."""
+    built = scenario("slow_path", "aarch64")
+    with ElfFile.open(str(built.path("user_first"))) as elf:
+        assert FunctionBounds(elf).starts
+        assert not unlikely_code(elf, FunctionBounds(elf).starts)
+
+
+def test_a_build_for_size_knows_no_unlikely_code() -> None:
+    """-Os aligns no function, initializers included: the layout the rule reads is not
+    there (a startup helper may be unaligned too), so nothing is taken to be unlikely."""
+    built = scenario("slow_path")
+    path = built.path("user_first_small")
+    assert printed(built, "user_first_small") == QUIET
+    with ElfFile.open(str(path)) as elf:
+        assert not unlikely_code(elf, FunctionBounds(elf).starts)
+    initializers = [symtab_address(path, name) for name in (
+        "_GLOBAL__sub_I_user_value", "_GLOBAL__sub_I__ZN7JournalC2Ev")]
+    assert any(address % 16 for address in initializers), initializers
