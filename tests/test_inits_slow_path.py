@@ -15,7 +15,7 @@ from pathlib import Path
 
 from elfpatch.fixtures import build
 from support.inits import ORDER_KINDS, inits_of, order_risks_when_stripped, printed, risks, scenario
-from support.readelf import symtab_address
+from support.readelf import readelf_symbol_sections, readelf_symbols, symtab_address
 
 from elfpatch.elf.eh_frame import FunctionBounds
 from elfpatch.elf.file import ElfFile
@@ -45,10 +45,7 @@ def _unlikely_functions(path: Path) -> set[str]:
     """The function symbols of ``path`` that start in its ``unlikely_code``."""
     with ElfFile.open(str(path)) as elf:
         unlikely = unlikely_code(elf, FunctionBounds(elf).starts)
-    listed = subprocess.run(["nm", "--defined-only", str(path)], capture_output=True,
-                            text=True, check=True).stdout.split("\n")
-    return {fields[2] for fields in map(str.split, listed)
-            if len(fields) == 3 and fields[1] in "tT" and int(fields[0], 16) in unlikely}
+    return {s.name for s in readelf_symbols(path) if s.type == "FUNC" and s.value in unlikely}
 
 
 def _compiled_unlikely(folder: Path, sources: list[Path], flags: tuple[str, ...]) -> set[str]:
@@ -59,23 +56,9 @@ def _compiled_unlikely(folder: Path, sources: list[Path], flags: tuple[str, ...]
         target = folder / f"{source.stem}.o"
         subprocess.run([build.host_toolchain().cxx, *flags, "-c", str(source), "-o",
                         str(target)], check=True, capture_output=True)
-        listed = subprocess.run(["readelf", "-sW", "--section-headers", str(target)],
-                                capture_output=True, text=True, check=True).stdout
-        sections = _section_names(listed)
-        for fields in map(str.split, listed.split("\n")):
-            if len(fields) == 8 and fields[3] == "FUNC" and fields[6].isdigit() \
-                    and sections.get(int(fields[6]), "").startswith(".text.unlikely"):
-                names.add(fields[7])
-    return names
-
-
-def _section_names(listed: str) -> dict[int, str]:
-    """Section index -> name, from ``readelf --section-headers``' ``[ N] name`` rows."""
-    names = {}
-    for line in listed.split("\n"):
-        head, _, rest = line.strip().partition("]")
-        if head.startswith("[") and head[1:].strip().isdigit() and rest.split():
-            names[int(head[1:])] = rest.split()[0]
+        sections = readelf_symbol_sections(target)
+        names.update(s.name for s in readelf_symbols(target) if s.type == "FUNC"
+                     and sections.get(s.name, "").startswith(".text.unlikely"))
     return names
 
 
