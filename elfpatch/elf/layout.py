@@ -25,11 +25,12 @@ boundary there only half the time; a tuning that aligns to 8 bytes puts any
 function 8 bytes past).  Anything else gives no unlikely code, and every
 function is followed as before.
 
-Checked at run time: of 193,000 such function starts in 52 builds of twelve
-open-source programs (-O2 and -flto, both link orders) and in libraries of
-real wheels (libtorch_cpu, cv2, libnvJitLink, Paddle's, Qt's, libmxnet),
+Checked at run time: of 210,000 such function starts in 52 builds of twelve
+open-source programs (-O2 and -flto, both link orders) and in 17 libraries of
+real wheels (libtorch_cpu, cv2, libnvJitLink, Paddle's, Qt's, libmxnet...),
 each made to trap while its program or library loaded, one ran: libstdc++'s
-``_M_replace_cold``, moving a string's own bytes.
+``_M_replace_cold``, moving a string's own bytes.  On aarch64, five of those
+programs cross-built, their 312 under qemu: none.
 """
 
 from __future__ import annotations
