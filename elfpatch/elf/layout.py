@@ -30,7 +30,7 @@ open-source programs (-O2 and -flto, both link orders) and in 17 libraries of
 real wheels (libtorch_cpu, cv2, libnvJitLink, Paddle's, Qt's, libmxnet...),
 each made to trap while its program or library loaded, one ran: libstdc++'s
 ``_M_replace_cold``, moving a string's own bytes.  On aarch64, five of those
-programs cross-built, their 312 under qemu: none.
+programs cross-built, run under qemu, reached none of their 312.
 """
 
 from __future__ import annotations
