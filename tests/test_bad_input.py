@@ -218,6 +218,34 @@ def test_an_unwind_table_pointing_below_address_zero_is_done_without(good_librar
         assert result.exit_code == 0, (args, result.stderr)
         assert json.loads(result.stdout)["errors"] == []
 
+
+# A class template's static string, built by the initializer through its GOT slot.
+_TEMPLATE_STRING = {"text.cpp": """
+#include <string>
+template <class T> struct Holder { static std::string text; };
+template <class T> std::string Holder<T>::text = "t";
+extern "C" int text_size() { return (int)Holder<int>::text.size(); }
+"""}
+
+
+def test_data_symbols_without_names_are_no_failure(tmp_path: Path) -> None:
+    """Every defined data symbol of .dynsym renamed to "" (st_name 0): the GOT slots
+    the initializer builds those objects through name nothing, and the analysis goes
+    on without them.  It raised IndexError (an empty name taken for a key)."""
+    library = platform("host").library((), _TEMPLATE_STRING, "libtext")
+    bad = tmp_path / "unnamed.so"
+    data = bytearray(library.read_bytes())
+    with library.open("rb") as stream:
+        dynsym = ELFFile(stream).get_section_by_name(".dynsym")
+        for index, symbol in enumerate(dynsym.iter_symbols()):
+            if symbol.entry.st_info.type == "STT_OBJECT" and symbol.entry.st_shndx != "SHN_UNDEF":
+                struct.pack_into("<I", data, dynsym["sh_offset"] + index * dynsym["sh_entsize"], 0)
+    bad.write_bytes(bytes(data))
+    for args in (("inits", "--json"), ("scan", "--json"), ("check", "--config", os.devnull)):
+        result = invoke(*args, str(bad))
+        assert result.exception is None, result.exception
+        assert result.exit_code in (0, 1), (args, result.stderr)
+
 # -- archives and paths ------------------------------------------------------------------
 
 def test_zip_named_whl_without_dist_info(good_library: Path, tmp_path: Path) -> None:

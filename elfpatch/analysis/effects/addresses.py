@@ -482,12 +482,15 @@ class AddressIndex:
         table = self._dynsym
         if table is None or not 0 < index < table.count:
             return None
+        name = table.name(index)
+        if not name:  # a symbol without a name: no key to know the object by
+            return None
         defined = table.shndxs[index] != C.SHN_UNDEF
         kind = table.symbol_type(index)
         weak = table.binding(index) == C.STB_WEAK
         # An IFUNC's st_value is its resolver, not the code that will run.
         known_code = defined and kind != C.STT_GNU_IFUNC
-        return GotEntry(table.name(index), None, defined, kind, weak and not defined,
+        return GotEntry(name, None, defined, kind, weak and not defined,
                         table.values[index] if known_code else None)
 
     def _stored_word(self, address: int) -> int | None:
