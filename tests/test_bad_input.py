@@ -29,6 +29,7 @@ from support.build import (
     remove_section_headers,
     stripped_copy,
 )
+from support.inits import scenario
 
 from elfpatch.errors import InputError
 from elfpatch.service.runner import scan_paths
@@ -245,6 +246,28 @@ def test_data_symbols_without_names_are_no_failure(tmp_path: Path) -> None:
         result = invoke(*args, str(bad))
         assert result.exception is None, result.exception
         assert result.exit_code in (0, 1), (args, result.stderr)
+
+def test_names_that_are_not_utf8_are_no_failure(tmp_path: Path) -> None:
+    """A byte 0xff at the start of each imported function's name in .dynstr (names are
+    bytes; elfpatch keeps those that are not UTF-8 as escapes): the registry pass,
+    which looks the registration functions an initializer calls up in the string
+    tables, searches for the same bytes.  It raised UnicodeEncodeError encoding such
+    a name."""
+    library = scenario("cross_library_registry").path("libboth_good.so")
+    bad = tmp_path / "bytes.so"
+    data = bytearray(library.read_bytes())
+    with library.open("rb") as stream:
+        elf = ELFFile(stream)
+        dynsym, dynstr = elf.get_section_by_name(".dynsym"), elf.get_section_by_name(".dynstr")
+        for symbol in dynsym.iter_symbols():
+            if symbol.entry.st_info.type == "STT_FUNC" and symbol.entry.st_shndx == "SHN_UNDEF":
+                data[dynstr["sh_offset"] + symbol.entry.st_name] = 0xFF
+    bad.write_bytes(bytes(data))
+    for args in (("inits", "--json"), ("check", "--config", os.devnull)):
+        result = invoke(*args, str(bad))
+        assert result.exception is None, result.exception
+        assert result.exit_code in (0, 1), (args, result.stderr)
+
 
 # -- archives and paths ------------------------------------------------------------------
 

@@ -97,7 +97,7 @@ def _exported(table: SymbolTable, names: set[str]) -> dict[str, int]:
     strings = bytes(table.elf.view[table.strtab_offset : table.strtab_offset + table.strtab_size])
     offsets: dict[int, str] = {}
     for name in names:
-        wanted = name.encode() + b"\0"
+        wanted = name.encode("utf-8", "surrogateescape") + b"\0"
         at = strings.find(wanted)
         while at >= 0:
             offsets[at] = name
