@@ -247,6 +247,7 @@ def test_data_symbols_without_names_are_no_failure(tmp_path: Path) -> None:
         assert result.exception is None, result.exception
         assert result.exit_code in (0, 1), (args, result.stderr)
 
+
 def test_names_that_are_not_utf8_are_no_failure(tmp_path: Path) -> None:
     """A byte 0xff at the start of each imported function's name in .dynstr (names are
     bytes; elfpatch keeps those that are not UTF-8 as escapes): the registry pass,
