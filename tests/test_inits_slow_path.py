@@ -89,6 +89,7 @@ def test_the_unlikely_code_is_what_the_compiler_put_in_text_unlikely(
     expected = _compiled_unlikely(compiler, tmp_path, sources, ("-O2", "-g0"))
     assert {"_Z9lock_slowP4Lock", "_Z15note_contentionv"} <= expected
     assert _unlikely_functions(built.path("user_first")) == expected
+    assert _unlikely_functions(built.path("user_first_gold")) == expected  # gold lays out alike
     # Laid out with the rest: nothing is unlikely, and nothing is taken to be.
     assert _compiled_unlikely(compiler, tmp_path, sources,
                               ("-O2", "-g0", "-DWARM_SLOW_PATH")) == set()
