@@ -36,8 +36,7 @@ from elfpatch.elf.arrays import (
     ArrayLocation,
     ArraySlot,
     InitializerKind,
-    SlotResolver,
-    array_locations,
+    resolved_arrays,
 )
 from elfpatch.elf.file import ElfFile
 from elfpatch.elf.symbols import (
@@ -321,11 +320,8 @@ def name_part(units: UnitFinder, position: int, address: int | None, symbol: str
 
 
 def _slots_by_kind(elf: ElfFile) -> dict[InitializerKind, list[ArraySlot]]:
-    locations = array_locations(elf)
-    resolver = SlotResolver(elf, locations)
     slots: dict[InitializerKind, list[ArraySlot]] = {}
-    for location in locations:
-        resolved = resolver.resolve(location)
+    for location, resolved in resolved_arrays(elf):
         if location.kind in LEGACY_ARRAYS and not _has_runner(resolved):
             continue
         slots[location.kind] = [s for s in resolved if not _is_sentinel(location, s)]

@@ -87,6 +87,13 @@ def array_locations(elf: ElfFile) -> list[ArrayLocation]:
     return found
 
 
+def resolved_arrays(elf: ElfFile) -> list[tuple[ArrayLocation, list[ArraySlot]]]:
+    """Each array of ``elf`` (``array_locations``) with its slots resolved."""
+    locations = array_locations(elf)
+    resolver = SlotResolver(elf, locations)
+    return [(location, resolver.resolve(location)) for location in locations]
+
+
 class SlotResolver:
     """Resolves array slots through the object's dynamic relocations, built once per file."""
 

@@ -38,7 +38,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Sequence
 
-from elfpatch.elf.arrays import InitializerKind, SlotResolver, array_locations
+from elfpatch.elf.arrays import InitializerKind, resolved_arrays
 from elfpatch.elf.constants import EM_AARCH64, EM_X86_64
 from elfpatch.elf.file import ElfFile
 
@@ -79,10 +79,6 @@ def unlikely_code(elf: ElfFile, starts: Sequence[int]) -> range:
 
 def _initializers(elf: ElfFile) -> list[int]:
     """Where the functions of ``.init_array`` start (those the file resolves)."""
-    locations = [location for location in array_locations(elf)
-                 if location.kind == InitializerKind.INIT_ARRAY]
-    if not locations:
-        return []
-    resolver = SlotResolver(elf, locations)
-    return [slot.target for location in locations for slot in resolver.resolve(location)
-            if slot.target is not None]
+    return [slot.target for location, slots in resolved_arrays(elf)
+            if location.kind == InitializerKind.INIT_ARRAY
+            for slot in slots if slot.target is not None]

@@ -1276,13 +1276,12 @@ class FunctionWalk:
         constants = tuple((position, value.constant) for position, value in enumerate(arguments)
                           if value is not None and value.constant is not None) \
             if passed else ()
-        if resolved is not None and resolved.follow is not None \
-                and self.index.unlikely(resolved.follow):
-            # Code gcc laid out as never expected to run (``elf.layout``): a slow or
-            # error path, which, like a call that never returns, adds nothing.
-            self.record_call(resolved)
-            return
         if resolved is not None and resolved.follow is not None:
+            if self.index.unlikely(resolved.follow):
+                # Code gcc laid out as never expected to run (``elf.layout``): a slow or
+                # error path, which, like a call that never returns, adds nothing.
+                self.record_call(resolved)
+                return
             self.result_of(resolved.follow, constants, following)
         if resolved is None:
             if target is None or target.parameter is not None:
