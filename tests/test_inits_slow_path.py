@@ -25,6 +25,7 @@ from support.inits import (
     toolchain,
 )
 from support.readelf import readelf_symbol_sections, readelf_symbols, symtab_address
+from support.tools import require_tool
 
 from elfpatch.elf.eh_frame import FunctionBounds
 from elfpatch.elf.file import ElfFile
@@ -94,6 +95,35 @@ def test_the_unlikely_code_is_what_the_compiler_put_in_text_unlikely(
     assert _compiled_unlikely(compiler, tmp_path, sources,
                               ("-O2", "-g0", "-DWARM_SLOW_PATH")) == set()
     assert _unlikely_functions(built.path("user_first_warm")) == set()
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_lld_lays_the_unlikely_code_out_among_the_rest(machine: str, tmp_path: Path) -> None:
+    """lld (unless told ``-z keep-text-section-prefix``) puts each object's text
+    sections one after the other as they come, the unlikely ones among the rest:
+    the layout the rule reads is not there, so nothing is taken to be unlikely and
+    the slow path is followed, as in the build without ``cold``."""
+    driver_tools = tmp_path / "bin"  # where the driver looks for ld.lld, cross g++ too
+    driver_tools.mkdir()
+    (driver_tools / "ld.lld").symlink_to(require_tool("ld.lld"))
+    built = scenario("slow_path", machine)
+    compiler = toolchain(machine).cxx
+    sources = [built.scenario.folder / name for name in ("user.cpp", "lock.cpp",
+                                                         "journal.cpp", "main.cpp")]
+    program = tmp_path / "user_first_lld"
+    subprocess.run([compiler, "-O2", "-g0", "-fuse-ld=lld", f"-B{driver_tools}",
+                    *map(str, sources), "-o", str(program)], check=True, capture_output=True)
+    compiled = _compiled_unlikely(compiler, tmp_path, sources, ("-O2", "-g0"))
+    initializers = [symtab_address(program, name) for name in (
+        "_GLOBAL__sub_I_user_value", "_GLOBAL__sub_I__ZN7JournalC2Ev")]
+    # Laid out as the objects come: lock.cpp's cold functions between user.cpp's
+    # initializer and journal.cpp's.
+    assert all(min(initializers) < symtab_address(program, name) < max(initializers)
+               for name in compiled), compiled
+    assert _unlikely_functions(program) == set()
+    found = risks(inits_of(program), *ORDER_KINDS)
+    assert [(r["severity"], r["kind"], r["object"]) for r in found] == [
+        ("error", "init-order", "journal")]
 
 
 @pytest.mark.parametrize("machine", MACHINES)

@@ -23,7 +23,10 @@ align, has some off it, and its startup helpers may be off it too), and on
 aarch64 every function above them too (a function built for size is off the
 boundary there only half the time; a tuning that aligns to 8 bytes puts any
 function 8 bytes past).  Anything else gives no unlikely code, and every
-function is followed as before.
+function is followed as before.  lld does not group the sections (unless told
+``-z keep-text-section-prefix``, which leaves the initializers out of
+``.text``): its lowest initializer is crtbegin's ``frame_dummy``, with only the
+C runtime's aligned start-up code below it, so it shows no unlikely code either.
 
 Checked at run time: of 210,000 such function starts in 52 builds of twelve
 open-source programs (-O2 and -flto, both link orders) and in 17 libraries of

@@ -21,7 +21,7 @@ PACKAGES = {
     "nm": "binutils", "strip": "binutils", "ar": "binutils", "objcopy": "binutils",
     "objdump": "binutils", "ld": "binutils", "eu-elflint": "elfutils",
     "eu-readelf": "elfutils", "zip": "zip", "unzip": "unzip", "ldconfig": "libc-bin",
-    "true": "coreutils", "strace": "strace", "unshare": "util-linux",
+    "true": "coreutils", "strace": "strace", "unshare": "util-linux", "ld.lld": "lld",
 }
 _CROSS = {"aarch64-linux-gnu-": "aarch64-linux-gnu", "s390x-linux-gnu-": "s390x-linux-gnu",
           "i686-linux-gnu-": "i686-linux-gnu", "powerpc64-linux-gnu-": "powerpc64-linux-gnu"}
