@@ -29,7 +29,7 @@ from functools import cached_property
 from itertools import compress
 
 from elfpatch.base.text_enum import TextEnum
-from elfpatch.cxx.demangle import demangle
+from elfpatch.cxx.demangle import demangle, demangle_label
 from elfpatch.elf import constants as C
 from elfpatch.elf.arrays import (
     LEGACY_ARRAYS,
@@ -288,22 +288,6 @@ def _entry(kind: InitializerKind, index: int, address: int | None, symbol: str |
         demangled=demangle(symbol) if symbol else None,
         translation_unit=unit, translation_unit_source=source,
         priority=init_priority(symbol))
-
-
-# The suffixes gcc gives the copies it makes (-flto's ".lto_priv.0", ".constprop.1").
-_CLONE_SUFFIX = re.compile(r"((?:\.[A-Za-z_]+\.\d+)+)$")
-
-
-def demangle_label(name: str) -> str:
-    """``name`` demangled, with a clone suffix the C++ runtime's demangler refuses on a
-    variable (``_ZL5label.lto_priv.0``) kept apart, as c++filt shows it on a function:
-    ``label [clone .lto_priv.0]``."""
-    shown = demangle(name)
-    suffix = _CLONE_SUFFIX.search(name) if shown == name else None
-    if suffix is None:
-        return shown
-    base = demangle(name[: suffix.start()])
-    return name if base == name[: suffix.start()] else f"{base} [clone {suffix.group(1)}]"
 
 
 def name_part(units: UnitFinder, position: int, address: int | None, symbol: str | None,

@@ -39,11 +39,10 @@ from elfpatch.analysis.effects.summary import POINTEE
 from elfpatch.analysis.initializers import (
     InitializerEntry,
     InitializerPart,
-    demangle_label,
     run_priority,
 )
 from elfpatch.base.text_enum import TextEnum
-from elfpatch.cxx.demangle import demangle
+from elfpatch.cxx.demangle import demangle, demangle_label
 from elfpatch.elf.arrays import InitializerKind
 
 

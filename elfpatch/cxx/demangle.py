@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import re
 from collections.abc import Iterator
 from functools import cache, lru_cache
 from pathlib import Path
@@ -260,3 +261,19 @@ def demangle(name: str) -> str:
         return ctypes.string_at(result).decode("utf-8", "replace")
     finally:
         free(result)
+
+
+# The suffixes gcc gives the copies it makes (-flto's ".lto_priv.0", ".constprop.1").
+_CLONE_SUFFIX = re.compile(r"((?:\.[A-Za-z_]+\.\d+)+)$")
+
+
+def demangle_label(name: str) -> str:
+    """``name`` demangled, with a clone suffix the C++ runtime's demangler refuses on a
+    variable (``_ZL5label.lto_priv.0``) kept apart, as c++filt shows it on a function:
+    ``label [clone .lto_priv.0]``."""
+    shown = demangle(name)
+    suffix = _CLONE_SUFFIX.search(name) if shown == name else None
+    if suffix is None:
+        return shown
+    base = demangle(name[: suffix.start()])
+    return name if base == name[: suffix.start()] else f"{base} [clone {suffix.group(1)}]"

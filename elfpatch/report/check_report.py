@@ -152,9 +152,9 @@ def _subject_name(finding: Finding, names: dict[str, UniqueSymbol]) -> str:
     if symbol is not None:
         return symbol.demangled
     if finding.rule == CheckRule.EXIT_DESTRUCTOR:
-        from elfpatch.cxx.demangle import demangle
+        from elfpatch.cxx.demangle import demangle_label
 
-        return demangle(finding.subject.split(REGISTERED_BY, 1)[0])
+        return demangle_label(finding.subject.split(REGISTERED_BY, 1)[0])
     return finding.message
 
 

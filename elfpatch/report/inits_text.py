@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 
 from elfpatch.analysis.init_order import ClosurePhase, Coverage, InitsResult, ObjectReport
-from elfpatch.analysis.initializers import InitializerEntry, InitializerPart, demangle_label
+from elfpatch.analysis.initializers import InitializerEntry, InitializerPart
 from elfpatch.analysis.risks import Risk, RiskKind, Severity
-from elfpatch.cxx.demangle import demangle
+from elfpatch.cxx.demangle import demangle, demangle_label
 from elfpatch.elf.constants import ELF_TYPE_NAMES, ET_REL
 from elfpatch.report.style import Styler, failed_inputs, plural
 
