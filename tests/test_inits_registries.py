@@ -77,6 +77,18 @@ def test_closure_error_exactly_where_the_lookup_found_nothing(program: str, mach
                          for key in KEYS}
 
 
+@pytest.mark.parametrize("program", ["consumer_first_string", "registrar_first_string"])
+def test_a_name_built_in_place_is_a_key(program: str) -> None:
+    """Names passed as ``const std::string&``: each caller builds "circle" on its stack
+    (a short string, its bytes stored as numbers) and passes its address.  (On
+    aarch64 gcc loads the bytes from the literal to store them: not read as a key.)"""
+    built = scenario(SCENARIO)
+    found = registration_findings(closure_record(built.path(program), "libuser_string.so"))
+    severity, kind = ("error", "registration-order") if lost(printed(built, program)) \
+        else ("warning", "link-order-dependence")
+    assert found == {(severity, kind, key, "libshapes_string.so") for key in KEYS}
+
+
 def test_each_library_alone_has_no_registration_finding() -> None:
     built = scenario(SCENARIO)
     for library in ("libuser.so", "libshapes.so", "libregistry.so"):

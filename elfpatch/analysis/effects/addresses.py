@@ -164,6 +164,12 @@ _KEY_LENGTH = 256
 _PRINTABLE = bytes(range(32, 127))  # the bytes a registry key's text may hold
 
 
+def printable_text(raw: bytes) -> str | None:
+    """``raw`` as a registry key's text, None unless it is printable and not empty."""
+    # Deleting every printable byte leaves nothing of printable text.
+    return raw.decode() if raw and not raw.translate(None, _PRINTABLE) else None
+
+
 class AddressIndex:
     """Names for the addresses one object's code uses; built once per file."""
 
@@ -305,10 +311,7 @@ class AddressIndex:
                 except ElfpatchError:
                     return None
                 end = data.find(b"\0")
-                text = data[:end] if end > 0 else b""
-                # Deleting every printable byte leaves nothing of printable text.
-                return text.decode() if text and not text.translate(None, _PRINTABLE) \
-                    else None
+                return printable_text(data[:end] if end > 0 else b"")
         return None
 
     @cached_property

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Iterator
 from functools import cache
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol
 
-from elfpatch.analysis.effects.addresses import AddressIndex, GotEntry
+from elfpatch.analysis.effects.addresses import AddressIndex, GotEntry, printable_text
 from elfpatch.analysis.effects.dying import (
     DIES,
     LIVES,
@@ -116,6 +116,8 @@ class Value(NamedTuple):
     # A pointer read from a global (its key): what the code reads and writes through
     # it is the object that global points to, keyed ``*key`` (``POINTEE``).
     pointee: str | None = None
+    # An address on the stack: this many bytes past where the stack pointer points.
+    stack: int | None = None
 
 
 State = dict[str, Value]
@@ -164,25 +166,25 @@ _new_tuple = tuple.__new__
 def address_value(address: int | None) -> Value:
     """``Value(address=address)``."""
     return _new_tuple(Value, (address, None, False, None, True, None, None, None, None, None,
-                              None))
+                              None, None))
 
 
 def constant_value(number: int) -> Value:
     """``Value(constant=number)``."""
     return _new_tuple(Value, (None, None, False, None, True, None, None, number, None, None,
-                              None))
+                              None, None))
 
 
 def got_value(entry: GotEntry) -> Value:
     """``Value(got=entry)``."""
     return _new_tuple(Value, (None, entry, False, None, True, None, None, None, None, None,
-                              None))
+                              None, None))
 
 
 def pointee_value(key: str) -> Value:
     """``Value(pointee=key)``: a pointer read from the global ``key``."""
     return _new_tuple(Value, (None, None, False, None, True, None, None, None, None, None,
-                              key))
+                              key, None))
 
 
 def intersect(a: State, b: State) -> State:
@@ -253,6 +255,7 @@ class FunctionWalk:
     argument_set: frozenset[str] = frozenset()  # ARGUMENTS, for membership tests
     RESULT_POINTER: str | None = None  # where a by-value result's address is passed, if apart
     RESULT: str | None = None  # the register a function returns a pointer in
+    STACK_POINTER = "sp"  # the register slot keys name (``[sp+16]``)
     CALLER_SAVED: frozenset[str] = frozenset()
     CALL_WRITES: frozenset[str] = frozenset()  # registers the call instruction itself sets
     STOPS: frozenset[str] = frozenset()  # returns, traps: never fall through
@@ -284,6 +287,14 @@ class FunctionWalk:
         self.rejoined: dict[int, State] = {}  # where a detour jumps back to -> its state
         self._where: dict[int, int] | None = None  # ``index_of``, built on first need
         self.stack_slots = False  # whether any stack slot holds a known value
+        # Bytes stored on the stack as numbers since the last join, call or move of the
+        # stack pointer (offset past it -> byte): a string key built in place
+        # (``stack_string``).
+        self.stack_bytes: dict[int, int] = {}
+        # Numbers in registers the state keeps none for (``number``: only argument
+        # registers'), until they are written or anything but a move runs: what a
+        # store of a register puts on the stack.
+        self.numbers: dict[str, int] = {}
         self.unreached = False  # no forward path reaches the code swept now
         # A walk that knows constant arguments decides the branches they select
         # (``paths.Paths``); any other walk keeps every path.
@@ -693,6 +704,8 @@ class FunctionWalk:
         iteration, and stack slots, which ``orphan_state`` does not keep, stay
         known after the loop).
         """
+        self.stack_bytes.clear()  # known on one way in only
+        self.numbers.clear()
         incoming = self.pending.pop(address, None)
         if incoming is not None and (not falls or self.unreached):
             self.state, self.unreached = incoming, False
@@ -834,6 +847,8 @@ class FunctionWalk:
             self.set(register, constant_value(found) if found is not None else None)
         else:
             self.set(register, None)
+            if register is not None and found is not None:
+                self.numbers[register] = found
 
     def compare(self, following: int, register: str | None, other: int | None,
                 width: int) -> None:
@@ -1066,6 +1081,8 @@ class FunctionWalk:
     def set(self, register: str | None, value: Value | None) -> None:
         if register is None:
             return
+        if self.numbers:
+            self.numbers.pop(register, None)
         if value is None:
             self.state.pop(register, None)
         else:
@@ -1121,6 +1138,50 @@ class FunctionWalk:
         if self.stack_slots:
             prefix = f"[{base}"
             self.state = {k: v for k, v in self.state.items() if not k.startswith(prefix)}
+        if base == self.STACK_POINTER:
+            self.stack_moved()
+
+    # -- strings built on the stack -----------------------------------------------
+    def stack_moved(self) -> None:
+        """The stack pointer moved: offsets past it name other bytes now."""
+        self.stack_bytes.clear()
+        if any(value.stack is not None for value in self.state.values()):
+            self.state = {k: v for k, v in self.state.items() if v.stack is None}
+
+    def stored_on_stack(self, offset: int | None, width: int, stored: int | None) -> None:
+        """A store of ``width`` bytes ``offset`` bytes past the stack pointer (None: a
+        store somewhere the stack may be): ``stored``, a number, is kept; anything
+        else makes what was known there unknown."""
+        known = self.stack_bytes
+        if offset is None or width <= 0:
+            known.clear()
+        elif stored is None:
+            for at in range(offset, offset + width):
+                known.pop(at, None)
+        else:
+            for at in range(offset, offset + width):
+                known[at] = stored & 0xFF
+                stored >>= 8
+
+    def stack_string(self, offset: int) -> str | None:
+        """The text of a ``std::string`` built in place ``offset`` bytes past the stack
+        pointer, in libstdc++'s short-string layout: a pointer to its own buffer, 16
+        bytes in, then the length (at most 15), then the bytes; None unless every
+        byte is known and printable."""
+        own = self.state.get(f"[{self.STACK_POINTER}{offset:+d}]")
+        if own is None or own.stack != offset + 16:
+            return None
+        length = self.stack_bytes_at(offset + 8, 8)
+        size = int.from_bytes(length, "little") if length is not None else 0
+        text = self.stack_bytes_at(offset + 16, size) if 0 < size <= 15 else None
+        return printable_text(text) if text is not None else None
+
+    def stack_bytes_at(self, offset: int, count: int) -> bytes | None:
+        """The ``count`` bytes ``offset`` past the stack pointer, if all are known."""
+        known = self.stack_bytes
+        places = range(offset, offset + count)
+        return bytes(known[at] for at in places) if all(at in known for at in places) \
+            else None
 
     # -- memory ---------------------------------------------------------------
     def data(self, value: Value, offset: int = 0, anchor: bool = False,
@@ -1489,6 +1550,9 @@ class FunctionWalk:
         address = None if callee.external else callee.follow
         for position, value in enumerate(arguments):
             key = self.constant_key(value) if value is not None else None
+            if key is None and value is not None and value.stack is not None:
+                text = self.stack_string(value.stack)
+                key = f"string:{text}" if text is not None else None
             if key is not None:
                 self.events.append((KEYED, KeyedCall(function, key, position, address),
                                     None, 0))

@@ -190,6 +190,7 @@ _FRAME_OPERAND = re.compile(r"(\[r[sb]p\b|fs:\[0x28\])")
 
 class X86Walk(FunctionWalk):
     ARGUMENTS = ("rdi", "rsi", "rdx", "rcx", "r8", "r9")
+    STACK_POINTER = "rsp"
     argument_set = frozenset(ARGUMENTS)
     RESULT = "rax"
     CALLER_SAVED = frozenset({"rax", "rcx", "rdx", "rsi", "rdi", "r8", "r9", "r10", "r11"})
@@ -378,6 +379,8 @@ class X86Walk(FunctionWalk):
     def other(self, address: int, size: int, mnemonic: str, operands: str) -> bool:
         if mnemonic in _X86_HINTS:
             return True
+        if self.numbers:
+            self.numbers.clear()  # only moves keep them
         if mnemonic in _X86_STOPS:
             self.traps()  # a return has a handler of its own
             return False
@@ -408,6 +411,8 @@ class X86Walk(FunctionWalk):
             return falls
         if self.stack_slots:
             self.stack_effects(mnemonic, operands)
+        if self.stack_bytes or "rsp" in operands or mnemonic in _X86_STACK_MOVERS:
+            self.stack_bytes_written(mnemonic, operands)
         if "[" in operands and (self.state or "rip" in operands or self.absolute):
             self.generic_memory(mnemonic, operands, address, size)
         if self.state and not (mnemonic in ("add", "sub") and self.offset(mnemonic, operands)):
@@ -466,9 +471,22 @@ class X86Walk(FunctionWalk):
             if key is not None:
                 self.store_slot(key, None)
 
+    def stack_bytes_written(self, mnemonic: str, operands: str) -> None:
+        """Forget the bytes on the stack an instruction other than a move may write (a
+        memory destination, a string instruction's) or moves away from."""
+        destination = operands.partition(", ")[0]
+        if mnemonic in _X86_STACK_MOVERS or destination in ("rsp", "esp"):
+            self.stack_moved()
+        elif mnemonic in _X86_IMPLICIT:
+            self.stack_bytes.clear()
+        elif "[" in destination:
+            self.stored_on_stack(_rsp_offset(destination), _store_width(destination), None)
+
     # -- control flow -----------------------------------------------------------
     def on_call(self, following: int, operands: str) -> bool:
         self.call(self.operand_target(operands, following), following)
+        self.stack_bytes.clear()  # the callee may write what it was passed
+        self.numbers.clear()
         return True
 
     def on_jmp(self, following: int, operands: str) -> bool:
@@ -596,8 +614,11 @@ class X86Walk(FunctionWalk):
         if register == "rsp":
             self.forget_slots("rsp")
         if register is not None:
-            self.set(register, self.effective(source, following)
-                     if destination in _X86_WIDE else None)
+            value = self.effective(source, following) if destination in _X86_WIDE else None
+            if value is None and source.startswith("[rsp") and destination in _X86_QWORD:
+                offset = _rsp_offset(source)
+                value = Value(stack=offset) if offset is not None else None
+            self.set(register, value)
         return True
 
     def effective(self, operand: str, following: int) -> Value | None:
@@ -682,15 +703,26 @@ class X86Walk(FunctionWalk):
         if not self.state and not self.absolute and "rip" not in operands:
             if operands[-1:] != "]":  # a number the code may pass to a call
                 self.constant_move(operands)
+            elif self.numbers:  # a load
+                self.numbers.pop(_X86_FAMILY.get(operands.partition(", ")[0], ""), None)
             return True  # nothing known is read, nothing known is overwritten
         destination, _, source = operands.partition(", ")
         if "[" in destination:
             key = self.stack_key(destination)
             if key is not None:  # a spill: the slot keeps the register's value
+                # A slot through rbp (a frame pointer, or at -O2 any pointer) may be
+                # anywhere on the stack: every byte known there is forgotten.
+                self.stored_on_stack(_rsp_offset(destination), _store_width(destination),
+                                     self.number_stored(source))
                 self.store_slot(key, self.state.get(_X86_FAMILY.get(source, ""))
                                 if source in _X86_QWORD else None)
                 return True
             located = self.memory(destination, following)
+            if located is not None and located[0].stack is not None:
+                self.stored_on_stack(located[0].stack + located[1], _store_width(destination),
+                                     self.number_stored(source))
+            elif self.stack_bytes and (located is None or located[0].address is None):
+                self.stack_bytes.clear()  # through a pointer that may be to the stack
             if located is not None:
                 stored = self.state.get(_X86_FAMILY.get(source, ""))
                 key = self.access(located[0], located[1], read=False, write=True,
@@ -711,7 +743,8 @@ class X86Walk(FunctionWalk):
             family = _X86_FAMILY.get(destination)
             if family == "rsp":
                 self.forget_slots("rsp")
-            value = self.source_value(source) if destination in _X86_WIDE else None
+            value = self.source_value(source) \
+                if destination in _X86_WIDE and (source, family) != ("rsp", "rbp") else None
             if value is not None and value.constant is not None:
                 self.number(family, value.constant)
             else:
@@ -719,11 +752,31 @@ class X86Walk(FunctionWalk):
         return True
 
     def constant_move(self, operands: str) -> None:
-        """``mov edi, 2``: a number in a register."""
+        """``mov edi, 2``: a number in a register; ``mov rbx, rsp``: an address on
+        the stack; ``mov dword ptr [rsp + 16], 0x6c6c6568``: bytes on the stack."""
         destination, _, source = operands.partition(", ")
         number_moved = immediate(source)
-        if number_moved is not None and destination in _X86_WIDE:
-            self.number(_X86_FAMILY[destination], number_moved)
+        family = _X86_FAMILY.get(destination)
+        if family is None:
+            if destination.endswith("]"):
+                self.stored_on_stack(_rsp_offset(destination), _store_width(destination),
+                                     self.number_stored(source))
+        elif number_moved is not None and destination in _X86_WIDE:
+            self.number(family, number_moved)
+        elif source == "rsp" and destination in _X86_QWORD and destination != "rbp":
+            # (rbp set up as the frame pointer stays the base of slots of its own.)
+            self.set(family, Value(stack=0))
+        elif self.numbers:
+            self.numbers.pop(family, None)
+
+    def number_stored(self, source: str) -> int | None:
+        """The number a store writes: an immediate, or a register known to hold one."""
+        found = immediate(source)
+        if found is not None:
+            return found
+        family = _X86_FAMILY.get(source, "")
+        value = self.state.get(family)
+        return value.constant if value is not None else self.numbers.get(family)
 
     def load(self, destination: str, source: str, following: int) -> None:
         register = _X86_FAMILY.get(destination)
@@ -745,6 +798,8 @@ class X86Walk(FunctionWalk):
             self.loaded(register, key)
 
     def source_value(self, source: str) -> Value | None:
+        if source == "rsp":
+            return Value(stack=0)
         family = _X86_FAMILY.get(source)
         if family is not None:
             value = self.state.get(family)
@@ -893,6 +948,22 @@ def _index_register(inner: str) -> tuple[str | None, int]:
         if family is not None:
             return family, int(scale) if scale.isdigit() else 1
     return None, 1
+
+
+_STORE_WIDTHS = {"byte": 1, "word": 2, "dword": 4, "qword": 8, "xmmword": 16,
+                 "ymmword": 32, "zmmword": 64}
+
+
+def _store_width(operand: str) -> int:
+    """How many bytes a memory operand names (``dword ptr [rsp + 8]``: 4); 0 if not said."""
+    return _STORE_WIDTHS.get(operand.partition(" ptr ")[0], 0) if " ptr " in operand else 0
+
+
+def _rsp_offset(operand: str) -> int | None:
+    """How far past the stack pointer a memory operand is (``[rsp + 0x10]``: 16), or
+    None for any other memory."""
+    key = _stack_key(operand)
+    return int(key[4:-1]) if key is not None and key.startswith("[rsp") else None
 
 
 def _stack_key(operand: str) -> str | None:
