@@ -173,6 +173,9 @@ class ReplayIndex:
     def constant_key(self, address: int) -> str | None:
         return None  # the rows pin no registry keys (tests/test_inits_registries.py does)
 
+    def constant_number(self, address: int, width: int) -> int | None:
+        return None  # nor the bytes of literals (tests/test_effects_stack_keys.py does)
+
     def read_only_data(self, address: int) -> bool:
         return False  # nor stores of read-only addresses
 

@@ -1,12 +1,14 @@
-"""A short ``std::string`` key built in place on the stack (x86-64).
+"""A short ``std::string`` key built in place on the stack.
 
 For a ``const std::string&`` parameter gcc builds a short name on the
 caller's stack in libstdc++'s layout: a pointer to its own buffer, 16 bytes
-in, the length at 8, the bytes from 16, each stored as a number.  The call
-is then keyed by that text, as a string literal would be.  Only what the
-stores just before the call leave is read: a call, a join of two paths, a
-store through a pointer that may point to the stack, or any instruction but
-a move in between (a register's number computed) and the name is no key.
+in, the length at 8, the bytes from 16, each stored as a number (on x86-64
+immediates; on aarch64 loaded from the literal first).  The call is then
+keyed by that text, as a string literal would be.  Only what the stores just
+before the call leave is read: a call, a join of two paths, a store through
+a pointer that may point to the stack, a move of the stack pointer, or any
+instruction but a move, load or store in between (a register's number
+computed) and the name is no key.
 """
 
 from __future__ import annotations
@@ -15,69 +17,101 @@ from pathlib import Path
 
 import pytest
 from support.build import compile_linked
-from support.inits import toolchain
+from support.inits import MACHINES, toolchain
 from support.readelf import symtab_address
 
 from elfpatch.analysis.effects import EffectsAnalyzer
 from elfpatch.elf.file import ElfFile
 
-# Each probe builds "circle" at rsp (then edits it, or not) and calls lookup(&name).
-BUILD = """
-    lea rax, [rsp + 16]
-    mov qword ptr [rsp], rax
-    mov dword ptr [rsp + 16], 0x63726963
+# Each probe builds "circle" 16 bytes past the stack pointer (then edits it, or not)
+# and calls lookup(&name); no argument register holds the literal's address (a call
+# passed that is keyed by the literal, as before).
+X86_64 = {
+    "head": "    .intel_syntax noprefix\n    .text\n",
+    "enter": "    sub rsp, 56\n",
+    "build": """
+    lea rax, [rsp + 32]
+    mov qword ptr [rsp + 16], rax
+    mov dword ptr [rsp + 32], 0x63726963
     mov eax, 0x656c
-    mov word ptr [rsp + 20], ax
-    mov qword ptr [rsp + 8], 6
-    mov byte ptr [rsp + 22], 0
-"""
-LOOKUP = """
-    mov rdi, rsp
-    call lookup@PLT
-    add rsp, 40
-    ret
-"""
-PROBES = {
-    "in_place": "",
-    "edited": "    mov byte ptr [rsp + 16], 0x78\n",
-    "after_a_call": "    call other@PLT\n",
-    "through_a_pointer": "    mov rcx, qword ptr [rip + table]\n    mov byte ptr [rcx], 0x78\n",
-    "after_a_join": "    test esi, esi\n    je 1f\n    mov byte ptr [rsp + 17], 0x78\n1:\n",
-    "length_computed": "    mov eax, 6\n    add eax, 1\n    mov qword ptr [rsp + 8], rax\n",
-    "moved_stack": "    push rbx\n    sub rsp, 8\n",
+    mov word ptr [rsp + 36], ax
+    mov qword ptr [rsp + 24], 6
+    mov byte ptr [rsp + 38], 0
+""",
+    "lookup": "    lea rdi, [rsp + 16]\n    call lookup@PLT\n    add rsp, 56\n    ret\n",
+    "type": "@function",
+    "data": "    .data\ntable:\n    .quad 0\n",
 }
+AARCH64 = {
+    "head": "    .text\n",
+    "enter": "    stp x29, x30, [sp, #-64]!\n    mov x29, sp\n",
+    "build": """
+    add x2, sp, #32
+    str x2, [sp, #16]
+    adrp x9, literal
+    add x9, x9, :lo12:literal
+    ldr w3, [x9]
+    ldrh w4, [x9, #4]
+    str w3, [sp, #32]
+    strh w4, [sp, #36]
+    mov x5, #6
+    str x5, [sp, #24]
+    strb wzr, [sp, #38]
+""",
+    "lookup": "    add x0, sp, #16\n    bl lookup\n    ldp x29, x30, [sp], #64\n    ret\n",
+    "type": "%function",
+    "data": "    .data\ntable:\n    .quad 0\n    .section .rodata\nliteral:\n"
+            "    .ascii \"circle\\0\\0\"\n",
+}
+EDITS = {
+    "x86_64": {
+        "in_place": "",
+        "edited": "    mov byte ptr [rsp + 32], 0x78\n",
+        "after_a_call": "    call other@PLT\n",
+        "through_a_pointer": "    mov rcx, qword ptr [rip + table]\n    mov byte ptr [rcx], 0x78\n",
+        "after_a_join": "    test esi, esi\n    je 1f\n    mov byte ptr [rsp + 33], 0x78\n1:\n",
+        "length_computed": "    mov eax, 6\n    add eax, 1\n    mov qword ptr [rsp + 24], rax\n",
+        "moved_stack": "    push rbx\n    pop rbx\n",
+    },
+    "aarch64": {
+        "in_place": "",
+        "edited": "    mov w6, #0x78\n    strb w6, [sp, #32]\n",
+        "after_a_call": "    bl other\n",
+        "through_a_pointer": "    adrp x6, table\n    ldr x6, [x6, :lo12:table]\n"
+                             "    strb wzr, [x6]\n",
+        "after_a_join": "    cbz w1, 1f\n    strb wzr, [sp, #33]\n1:\n",
+        "length_computed": "    mov x5, #6\n    add x5, x5, #1\n    str x5, [sp, #24]\n",
+        "moved_stack": "    sub sp, sp, #16\n    add sp, sp, #16\n",
+    },
+}
+SOURCES = {"x86_64": X86_64, "aarch64": AARCH64}
 # What each probe's call is keyed by (None: no key).
 EXPECTED = {"in_place": "string:circle", "edited": "string:xircle", "after_a_call": None,
             "through_a_pointer": None, "after_a_join": None, "length_computed": None,
             "moved_stack": None}
 
 
-def _source() -> str:
+def _source(machine: str) -> str:
+    parts = SOURCES[machine]
     functions = "".join(f"""
     .globl {name}
-    .type {name}, @function
+    .type {name}, {parts["type"]}
 {name}:
-    sub rsp, 40
-{BUILD}{edit}{LOOKUP}    .size {name}, .-{name}
-""" for name, edit in PROBES.items())
-    return f"""
-    .intel_syntax noprefix
-    .text
-{functions}
-    .data
-table:
-    .quad 0
-"""
+{parts["enter"]}{parts["build"]}{edit}{parts["lookup"]}    .size {name}, .-{name}
+""" for name, edit in EDITS[machine].items())
+    return parts["head"] + functions + parts["data"]
 
 
-@pytest.fixture(scope="module")
-def library(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("stack_keys") / "libprobe.so"
-    return compile_linked(toolchain("x86_64").cc, "assembler", path, _source(),
+@pytest.fixture(scope="module", params=MACHINES)
+def library(request: pytest.FixtureRequest,
+            tmp_path_factory: pytest.TempPathFactory) -> Path:
+    machine = request.param
+    path = tmp_path_factory.mktemp(f"stack_keys_{machine}") / "libprobe.so"
+    return compile_linked(toolchain(machine).cc, "assembler", path, _source(machine),
                           soname=path.name)
 
 
-@pytest.mark.parametrize("probe", sorted(PROBES))
+@pytest.mark.parametrize("probe", sorted(EXPECTED))
 def test_the_name_is_a_key_only_as_stored_just_before_the_call(probe: str,
                                                                 library: Path) -> None:
     with ElfFile.open(str(library)) as elf:

@@ -62,6 +62,12 @@ _A64_READ_WRITE = ("ldadd", "ldclr", "ldeor", "ldset", "ldsmax", "ldsmin", "ldum
                    "ldumin", "swp", "cas")
 _A64_TRANSFER = ("ld", "st", "sw", "ca")
 _A64_ARGUMENT_NUMBERS = frozenset("01234567")  # x0-x7, w0-w7 (after the x or w)
+# How many bytes a transfer moves per register: by its mnemonic, else its register's.
+_A64_NARROW = {"strb": 1, "sturb": 1, "strh": 2, "sturh": 2, "ldrb": 1, "ldurb": 1,
+               "ldrh": 2, "ldurh": 2}
+_A64_WIDTHS = {"x": 8, "w": 4, "q": 16, "d": 8, "s": 4, "h": 2, "b": 1}
+# Loads that zero-extend what they read into a register (a literal's bytes moved on).
+_A64_PLAIN_LOADS = frozenset({"ldr", "ldur", "ldrb", "ldurb", "ldrh", "ldurh"})
 
 
 # A guard's test: a load of the word or byte (``ldr x1, [x2, #0x10]``), then ``tbz w1, #0``
@@ -362,6 +368,11 @@ class Arm64Walk(FunctionWalk):
         return tuple(r for r in written if r is not None)
 
     def other(self, address: int, size: int, mnemonic: str, operands: str) -> bool:
+        if self.numbers and not mnemonic.startswith(_A64_TRANSFER):
+            if mnemonic == "movk":
+                self.move_keeping(operands)
+                return True
+            self.numbers.clear()  # only moves, loads and stores keep them
         if mnemonic in _A64_STOPS:
             if mnemonic.startswith("ret"):
                 self.returns()
@@ -453,11 +464,17 @@ class Arm64Walk(FunctionWalk):
     def on_bl(self, following: int, operands: str) -> bool:
         target = immediate(operands.lstrip("#"))
         self.call(Value(address=target) if target is not None else None, following)
+        self.called()
         return True
 
     def on_blr(self, following: int, operands: str) -> bool:
         self.call(self.state.get(_a64_register(operands) or ""))
+        self.called()
         return True
+
+    def called(self) -> None:
+        self.stack_bytes.clear()  # the callee may write what it was passed
+        self.numbers.clear()
 
     def on_b(self, following: int, operands: str) -> bool:
         target = immediate(operands.lstrip("#"))
@@ -483,7 +500,15 @@ class Arm64Walk(FunctionWalk):
     def on_add(self, following: int, operands: str) -> bool:
         parts = operands.split(", ")
         self.moves_frame(parts[0])
+        if len(parts) == 3 and parts[1] == "sp" and parts[0][:1] == "x" \
+                and parts[0] != "x29":  # an address on the stack (not the frame pointer)
+            amount = immediate(parts[2].lstrip("#"))
+            self.set(_a64_register(parts[0]), Value(stack=amount) if amount is not None
+                     else None)
+            return True
         if not self.state:
+            if self.numbers:
+                self.numbers.pop(_a64_register(parts[0]) or "", None)
             return True
         base = self.state.get(_a64_register(parts[1]) or "") if len(parts) > 2 else None
         amount = immediate(parts[2].lstrip("#")) if base is not None else None
@@ -507,14 +532,44 @@ class Arm64Walk(FunctionWalk):
         if source[:1] == "#" or source in ("wzr", "xzr"):  # a number a call may pass
             self.number(_a64_register(destination),
                         immediate(source.lstrip("#")) if source[:1] == "#" else 0)
-        elif self.state:
+        elif source == "sp" and destination[:1] == "x" and destination != "x29":
+            self.set(_a64_register(destination), Value(stack=0))
+        elif self.state or self.numbers:
             value = self.state.get(_a64_register(source) or "")
-            if value is not None and value.constant is not None:
-                self.number(_a64_register(destination), value.constant & 0xFFFF_FFFF
-                            if source[:1] == "w" else value.constant)
+            number = self.register_number(source)
+            if number is not None:
+                self.number(_a64_register(destination), number)
             else:  # a 32-bit copy of an address is no address
                 self.set(_a64_register(destination), value if source[:1] == "x" else None)
         return True
+
+    def move_keeping(self, operands: str) -> None:
+        """``movk w1, #0x6372, lsl #16``: 16 bits of a register's number replaced."""
+        parts = operands.split(", ")
+        register = _a64_register(parts[0])
+        bits = immediate(parts[1].lstrip("#")) if len(parts) > 1 else None
+        shift = immediate(parts[2].removeprefix("lsl #")) if len(parts) > 2 else 0
+        found = self.register_number(parts[0])
+        self.set(register, None)
+        if found is not None and bits is not None and shift is not None:
+            self.number(register, found & ~(0xFFFF << shift) | bits << shift)
+
+    def register_number(self, name: str) -> int | None:
+        """The number a register (``x3``, ``w3``, ``wzr``) holds, if known."""
+        if name in ("wzr", "xzr"):
+            return 0
+        register = _a64_register(name)
+        value = self.state.get(register or "")
+        found = value.constant if value is not None else self.numbers.get(register or "")
+        return found & 0xFFFF_FFFF if found is not None and name[:1] == "w" else found
+
+    def stored_registers(self, mnemonic: str, names: list[str], offset: int | None) -> None:
+        """A store of the registers ``names`` at ``offset`` past sp, one after the other
+        (None: somewhere the stack may be)."""
+        for position, name in enumerate(names):
+            width = _A64_NARROW.get(mnemonic) or _A64_WIDTHS.get(name[:1], 0)
+            self.stored_on_stack(offset + position * width if offset is not None else None,
+                                 width, self.register_number(name))
 
     def moves_frame(self, destination: str) -> None:
         """sp or the frame pointer changes: the slots addressed through it are others now."""
@@ -533,12 +588,20 @@ class Arm64Walk(FunctionWalk):
         base = self.state.get(base_register or "")
         if base is not None and base.constant is not None:  # a number is no object's address
             base = None
-        registers = [_a64_register(r) for r in operands[: match.start()].rstrip(", ").split(", ")]
+        names = operands[: match.start()].rstrip(", ").split(", ")
+        registers = [_a64_register(r) for r in names]
         if base is None and match.group(1) in _A64_FRAME_REGISTERS:
             self.stack_transfer(mnemonic, operands, match, registers)
             return
         read_write = mnemonic.startswith(_A64_READ_WRITE)
         loads = mnemonic.startswith("ld") or read_write
+        if not loads and (self.stack_bytes or (base is not None and base.stack is not None)):
+            offset = _offset((match.group(2) or "0").lstrip("#")) \
+                if base is not None and base.stack is not None and not match.group(3) else None
+            # Through a pointer that may be to the stack: every byte known there is lost.
+            self.stored_registers(mnemonic, names, base.stack + offset
+                                  if base is not None and base.stack is not None
+                                  and offset is not None else None)
         if base is not None:
             offset = _offset((match.group(2) or "0").lstrip("#"))
             self.located(mnemonic, operands, base, offset, registers, loads, read_write)
@@ -582,6 +645,16 @@ class Arm64Walk(FunctionWalk):
             self.kill(registers)
             if whole and not read_write:
                 self.loaded(registers[0], key)
+            if mnemonic in _A64_PLAIN_LOADS and len(registers) == 1 and registers[0] \
+                    and base.address is not None and base.exact and offset is not None:
+                self.load_number(registers[0], base.address + offset,
+                                 _A64_NARROW.get(mnemonic) or _A64_WIDTHS[operands[:1]])
+
+    def load_number(self, register: str, address: int, width: int) -> None:
+        """A load of bytes nothing writes (a literal's, to be stored on the stack)."""
+        found = self.index.constant_number(address, width)
+        if found is not None:
+            self.numbers[register] = found
 
     def stack_transfer(self, mnemonic: str, operands: str, match: re.Match[str],
                        registers: list[str | None]) -> None:
@@ -589,6 +662,10 @@ class Arm64Walk(FunctionWalk):
         base = "sp" if match.group(1) == "sp" else "x29"
         stores = mnemonic.startswith("st")
         offset = immediate((match.group(2) or "0").lstrip("#"))
+        if stores and (base == "sp" or self.stack_bytes):
+            names = operands[: match.start()].rstrip(", ").split(", ")
+            self.stored_registers(mnemonic, names, offset if base == "sp" and not (
+                match.group(3) or match.group(4)) else None)
         if match.group(3) or match.group(4) or offset is None:  # writeback, or an index
             self.forget_slots(base)
             if not stores:

@@ -276,6 +276,28 @@ class AddressIndex:
         text = self._constant_text(address)
         return f"string:{text}" if text else None
 
+    def constant_number(self, address: int, width: int) -> int | None:
+        """The number the ``width`` bytes at ``address`` hold, where they lie in a segment
+        nothing writes, relocations included (a string literal's bytes, loaded to be
+        stored elsewhere); None anywhere else."""
+        for low, high, offset in self._unwritten:
+            if low <= address and address + width <= high:
+                try:
+                    data = self.elf.bytes_at(offset + address - low, width, "constant")
+                except ElfpatchError:
+                    return None
+                return int.from_bytes(data, "little")
+        return None
+
+    @cached_property
+    def _unwritten(self) -> list[tuple[int, int, int]]:
+        """(start, end, file offset) of the loaded bytes of segments nothing writes (none
+        for a big-endian file: the stack bytes numbers make are little-endian)."""
+        if not self.elf.header.little_endian:
+            return []
+        return [(seg.vaddr, seg.vaddr + seg.filesz, seg.offset) for seg in self.elf.segments
+                if seg.type == C.PT_LOAD and not seg.flags & PF_W]
+
     def read_only_data(self, address: int) -> bool:
         """Whether ``address`` is in data no code writes once loaded (.rodata, or what
         RELRO seals: vtables), not in code."""
