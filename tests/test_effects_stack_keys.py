@@ -8,7 +8,10 @@ keyed by that text, as a string literal would be.  Only what the stores just
 before the call leave is read: a call, a join of two paths, a store through
 a pointer that may point to the stack, a move of the stack pointer, or any
 instruction but a move, load or store in between (a register's number
-computed) and the name is no key.
+computed) and the name is no key.  Where gcc calls libstdc++'s
+``_M_construct(place, begin, end)`` instead (many strings in one function), a
+call passed a place on the stack and a literal's bounds builds that string:
+the next call passed the place is keyed by it.
 """
 
 from __future__ import annotations
@@ -38,9 +41,16 @@ X86_64 = {
     mov qword ptr [rsp + 24], 6
     mov byte ptr [rsp + 38], 0
 """,
+    "construct": """
+    lea rdx, [rip + literal + 6]
+    lea rsi, [rip + literal]
+    lea rdi, [rsp + 16]
+    call construct@PLT
+""",
     "lookup": "    lea rdi, [rsp + 16]\n    call lookup@PLT\n    add rsp, 56\n    ret\n",
     "type": "@function",
-    "data": "    .data\ntable:\n    .quad 0\n",
+    "data": "    .data\ntable:\n    .quad 0\n    .section .rodata\nliteral:\n"
+            "    .ascii \"circle\\0\\0\"\n",
 }
 AARCH64 = {
     "head": "    .text\n",
@@ -58,6 +68,13 @@ AARCH64 = {
     str x5, [sp, #24]
     strb wzr, [sp, #38]
 """,
+    "construct": """
+    adrp x1, literal
+    add x1, x1, :lo12:literal
+    add x2, x1, #6
+    add x0, sp, #16
+    bl construct
+""",
     "lookup": "    add x0, sp, #16\n    bl lookup\n    ldp x29, x30, [sp], #64\n    ret\n",
     "type": "%function",
     "data": "    .data\ntable:\n    .quad 0\n    .section .rodata\nliteral:\n"
@@ -72,6 +89,9 @@ EDITS = {
         "after_a_join": "    test esi, esi\n    je 1f\n    mov byte ptr [rsp + 33], 0x78\n1:\n",
         "length_computed": "    mov eax, 6\n    add eax, 1\n    mov qword ptr [rsp + 24], rax\n",
         "moved_stack": "    push rbx\n    pop rbx\n",
+        "constructed": "",
+        "constructed_then_a_call": "    call other@PLT\n",
+        "constructed_then_edited": "    mov byte ptr [rsp + 32], 0x78\n",
     },
     "aarch64": {
         "in_place": "",
@@ -82,13 +102,19 @@ EDITS = {
         "after_a_join": "    cbz w1, 1f\n    strb wzr, [sp, #33]\n1:\n",
         "length_computed": "    mov x5, #6\n    add x5, x5, #1\n    str x5, [sp, #24]\n",
         "moved_stack": "    sub sp, sp, #16\n    add sp, sp, #16\n",
+        "constructed": "",
+        "constructed_then_a_call": "    bl other\n",
+        "constructed_then_edited": "    mov w6, #0x78\n    strb w6, [sp, #32]\n",
     },
 }
 SOURCES = {"x86_64": X86_64, "aarch64": AARCH64}
 # What each probe's call is keyed by (None: no key).
 EXPECTED = {"in_place": "string:circle", "edited": "string:xircle", "after_a_call": None,
             "through_a_pointer": None, "after_a_join": None, "length_computed": None,
-            "moved_stack": None}
+            "moved_stack": None,
+            # Built by a call passed the place and the literal's bounds (_M_construct).
+            "constructed": "string:circle", "constructed_then_a_call": None,
+            "constructed_then_edited": None}
 
 
 def _source(machine: str) -> str:
@@ -97,7 +123,8 @@ def _source(machine: str) -> str:
     .globl {name}
     .type {name}, {parts["type"]}
 {name}:
-{parts["enter"]}{parts["build"]}{edit}{parts["lookup"]}    .size {name}, .-{name}
+{parts["enter"]}{parts["construct" if name.startswith("constructed") else "build"]}{edit}\
+{parts["lookup"]}    .size {name}, .-{name}
 """ for name, edit in EDITS[machine].items())
     return parts["head"] + functions + parts["data"]
 

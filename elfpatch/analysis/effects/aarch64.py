@@ -472,10 +472,6 @@ class Arm64Walk(FunctionWalk):
         self.called()
         return True
 
-    def called(self) -> None:
-        self.stack_bytes.clear()  # the callee may write what it was passed
-        self.numbers.clear()
-
     def on_b(self, following: int, operands: str) -> bool:
         target = immediate(operands.lstrip("#"))
         return self.jump(target) if target is not None else self.tail_call(None)

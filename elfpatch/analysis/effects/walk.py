@@ -163,6 +163,10 @@ def never_null_when_allocated(value: Value) -> bool:
 _new_tuple = tuple.__new__
 
 
+# How many bytes a std::string takes (libstdc++: pointer, length, 16-byte buffer).
+_STRING_SIZE = 32
+
+
 def address_value(address: int | None) -> Value:
     """``Value(address=address)``."""
     return _new_tuple(Value, (address, None, False, None, True, None, None, None, None, None,
@@ -295,6 +299,10 @@ class FunctionWalk:
         # registers'), until they are written or anything but a move runs: what a
         # store of a register puts on the stack.
         self.numbers: dict[str, int] = {}
+        # Strings a call built on the stack from a literal (offset -> key), until the
+        # next call; and the one the call being made builds (``string_built``).
+        self.stack_strings: dict[int, str] = {}
+        self.built: tuple[int, str] | None = None
         self.unreached = False  # no forward path reaches the code swept now
         # A walk that knows constant arguments decides the branches they select
         # (``paths.Paths``); any other walk keeps every path.
@@ -706,6 +714,7 @@ class FunctionWalk:
         """
         self.stack_bytes.clear()  # known on one way in only
         self.numbers.clear()
+        self.stack_strings.clear()
         incoming = self.pending.pop(address, None)
         if incoming is not None and (not falls or self.unreached):
             self.state, self.unreached = incoming, False
@@ -1145,6 +1154,7 @@ class FunctionWalk:
     def stack_moved(self) -> None:
         """The stack pointer moved: offsets past it name other bytes now."""
         self.stack_bytes.clear()
+        self.stack_strings.clear()
         if any(value.stack is not None for value in self.state.values()):
             self.state = {k: v for k, v in self.state.items() if v.stack is None}
 
@@ -1153,6 +1163,10 @@ class FunctionWalk:
         store somewhere the stack may be): ``stored``, a number, is kept; anything
         else makes what was known there unknown."""
         known = self.stack_bytes
+        if self.stack_strings:  # a store into a string built there changes it
+            self.stack_strings = {at: key for at, key in self.stack_strings.items()
+                                  if offset is not None and width > 0
+                                  and (offset + width <= at or at + _STRING_SIZE <= offset)}
         if offset is None or width <= 0:
             known.clear()
         elif stored is None:
@@ -1552,10 +1566,41 @@ class FunctionWalk:
             key = self.constant_key(value) if value is not None else None
             if key is None and value is not None and value.stack is not None:
                 text = self.stack_string(value.stack)
-                key = f"string:{text}" if text is not None else None
+                key = f"string:{text}" if text is not None \
+                    else self.stack_strings.get(value.stack)
             if key is not None:
                 self.events.append((KEYED, KeyedCall(function, key, position, address),
                                     None, 0))
+        self.built = self.string_built(arguments)
+
+    def string_built(self, arguments: list[Value | None]) -> tuple[int, str] | None:
+        """(where on the stack, the key) of a string a call builds there from a literal:
+        passed the place, the literal's first byte and the byte past its last, as
+        libstdc++'s ``_M_construct(this, begin, end)`` is where gcc does not build the
+        string in place (many in one function, or long ones)."""
+        if len(arguments) < 3:
+            return None
+        place, begin, end = arguments[:3]
+        if place is None or begin is None or end is None or place.stack is None \
+                or begin.address is None or end.address is None \
+                or not (begin.exact and end.exact) or begin.page or end.page:
+            return None
+        key = self.index.constant_key(begin.address)
+        size = end.address - begin.address
+        if key is None or not key.startswith("string:") or not 0 < size <= len(key) - 7:
+            return None
+        return place.stack, key[:7 + size]
+
+    def called(self) -> None:
+        """After a call: what it may have stored on the stack, and what registers it
+        may have changed, are no longer known; a string it built there from a
+        literal (``string_built``) is, until the next call."""
+        self.stack_bytes.clear()
+        self.numbers.clear()
+        self.stack_strings.clear()
+        if self.built is not None:
+            self.stack_strings[self.built[0]] = self.built[1]
+            self.built = None
 
     def constant_key(self, value: Value) -> str | None:
         if value.page or not value.exact:

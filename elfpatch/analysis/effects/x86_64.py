@@ -485,8 +485,7 @@ class X86Walk(FunctionWalk):
     # -- control flow -----------------------------------------------------------
     def on_call(self, following: int, operands: str) -> bool:
         self.call(self.operand_target(operands, following), following)
-        self.stack_bytes.clear()  # the callee may write what it was passed
-        self.numbers.clear()
+        self.called()
         return True
 
     def on_jmp(self, following: int, operands: str) -> bool:
