@@ -41,6 +41,18 @@ X86_64 = {
     mov qword ptr [rsp + 24], 6
     mov byte ptr [rsp + 38], 0
 """,
+    # Fifteen bytes: two overlapping eight-byte numbers, the length stored through rbp.
+    "long": """
+    movabs rax, 0x6867666564636261
+    lea rbx, [rsp + 32]
+    mov qword ptr [rsp + 32], rax
+    movabs rax, 0x6f6e6d6c6b6a6968
+    mov qword ptr [rsp + 39], rax
+    mov qword ptr [rsp + 16], rbx
+    mov rbp, rsp
+    mov qword ptr [rbp + 24], 15
+    mov byte ptr [rsp + 47], 0
+""",
     "construct": """
     lea rdx, [rip + literal + 6]
     lea rsi, [rip + literal]
@@ -50,7 +62,7 @@ X86_64 = {
     "lookup": "    lea rdi, [rsp + 16]\n    call lookup@PLT\n    add rsp, 56\n    ret\n",
     "type": "@function",
     "data": "    .data\ntable:\n    .quad 0\n    .section .rodata\nliteral:\n"
-            "    .ascii \"circle\\0\\0\"\n",
+            "    .ascii \"circle\\0\\0\"\nlong_literal:\n    .ascii \"abcdefghijklmno\\0\"\n",
 }
 AARCH64 = {
     "head": "    .text\n",
@@ -68,6 +80,19 @@ AARCH64 = {
     str x5, [sp, #24]
     strb wzr, [sp, #38]
 """,
+    # Fifteen bytes: two overlapping eight-byte loads, the second stored through x19.
+    "long": """
+    adrp x9, long_literal
+    add x9, x9, :lo12:long_literal
+    add x19, sp, #32
+    mov x2, #15
+    stp x19, x2, [sp, #16]
+    ldr x3, [x9]
+    ldur x4, [x9, #7]
+    str x3, [sp, #32]
+    strb wzr, [sp, #47]
+    stur x4, [x19, #7]
+""",
     "construct": """
     adrp x1, literal
     add x1, x1, :lo12:literal
@@ -78,7 +103,7 @@ AARCH64 = {
     "lookup": "    add x0, sp, #16\n    bl lookup\n    ldp x29, x30, [sp], #64\n    ret\n",
     "type": "%function",
     "data": "    .data\ntable:\n    .quad 0\n    .section .rodata\nliteral:\n"
-            "    .ascii \"circle\\0\\0\"\n",
+            "    .ascii \"circle\\0\\0\"\nlong_literal:\n    .ascii \"abcdefghijklmno\\0\"\n",
 }
 EDITS = {
     "x86_64": {
@@ -89,6 +114,7 @@ EDITS = {
         "after_a_join": "    test esi, esi\n    je 1f\n    mov byte ptr [rsp + 33], 0x78\n1:\n",
         "length_computed": "    mov eax, 6\n    add eax, 1\n    mov qword ptr [rsp + 24], rax\n",
         "moved_stack": "    push rbx\n    pop rbx\n",
+        "long": "",
         "constructed": "",
         "constructed_then_a_call": "    call other@PLT\n",
         "constructed_then_edited": "    mov byte ptr [rsp + 32], 0x78\n",
@@ -102,6 +128,7 @@ EDITS = {
         "after_a_join": "    cbz w1, 1f\n    strb wzr, [sp, #33]\n1:\n",
         "length_computed": "    mov x5, #6\n    add x5, x5, #1\n    str x5, [sp, #24]\n",
         "moved_stack": "    sub sp, sp, #16\n    add sp, sp, #16\n",
+        "long": "",
         "constructed": "",
         "constructed_then_a_call": "    bl other\n",
         "constructed_then_edited": "    mov w6, #0x78\n    strb w6, [sp, #32]\n",
@@ -111,10 +138,14 @@ SOURCES = {"x86_64": X86_64, "aarch64": AARCH64}
 # What each probe's call is keyed by (None: no key).
 EXPECTED = {"in_place": "string:circle", "edited": "string:xircle", "after_a_call": None,
             "through_a_pointer": None, "after_a_join": None, "length_computed": None,
-            "moved_stack": None,
+            "moved_stack": None, "long": "string:abcdefghijklmno",
             # Built by a call passed the place and the literal's bounds (_M_construct).
             "constructed": "string:circle", "constructed_then_a_call": None,
             "constructed_then_edited": None}
+
+
+# The probes that build their name otherwise than ``build``.
+_BUILDS = {"long": "long", "constructed": "construct"}
 
 
 def _source(machine: str) -> str:
@@ -123,7 +154,7 @@ def _source(machine: str) -> str:
     .globl {name}
     .type {name}, {parts["type"]}
 {name}:
-{parts["enter"]}{parts["construct" if name.startswith("constructed") else "build"]}{edit}\
+{parts["enter"]}{parts[_BUILDS.get(name.partition("_")[0], "build")]}{edit}\
 {parts["lookup"]}    .size {name}, .-{name}
 """ for name, edit in EDITS[machine].items())
     return parts["head"] + functions + parts["data"]

@@ -108,6 +108,15 @@ def _offset(text: str) -> int | None:
     return immediate(text)
 
 
+def _stack_place(base: Value | None, match: re.Match[str]) -> int | None:
+    """How far past sp a transfer through ``base`` lands, when ``base`` is an address on
+    the stack and the offset a number; else None (anywhere)."""
+    if base is None or base.stack is None:
+        return None
+    offset = _offset((match.group(2) or "0").lstrip("#"))
+    return base.stack + offset if offset is not None else None
+
+
 def _a64_register(name: str) -> str | None:
     """x0/w0 -> x0; fp/lr -> x29/x30; sp, zr and vector registers are not tracked."""
     if name in ("fp", "lr"):
@@ -554,14 +563,17 @@ class Arm64Walk(FunctionWalk):
         """The number a register (``x3``, ``w3``, ``wzr``) holds, if known."""
         if name in ("wzr", "xzr"):
             return 0
-        register = _a64_register(name)
-        value = self.state.get(register or "")
-        found = value.constant if value is not None else self.numbers.get(register or "")
+        register = _a64_register(name) or ""
+        value = self.state.get(register)
+        found = value.constant if value is not None and value.constant is not None \
+            else self.numbers.get(register)
         return found & 0xFFFF_FFFF if found is not None and name[:1] == "w" else found
 
     def stored_registers(self, mnemonic: str, names: list[str], offset: int | None) -> None:
         """A store of the registers ``names`` at ``offset`` past sp, one after the other
         (None: somewhere the stack may be)."""
+        if mnemonic.startswith(("stx", "stlx")):  # the first register is the status
+            names = names[1:]
         for position, name in enumerate(names):
             width = _A64_NARROW.get(mnemonic) or _A64_WIDTHS.get(name[:1], 0)
             self.stored_on_stack(offset + position * width if offset is not None else None,
@@ -592,12 +604,7 @@ class Arm64Walk(FunctionWalk):
         read_write = mnemonic.startswith(_A64_READ_WRITE)
         loads = mnemonic.startswith("ld") or read_write
         if not loads and (self.stack_bytes or (base is not None and base.stack is not None)):
-            offset = _offset((match.group(2) or "0").lstrip("#")) \
-                if base is not None and base.stack is not None and not match.group(3) else None
-            # Through a pointer that may be to the stack: every byte known there is lost.
-            self.stored_registers(mnemonic, names, base.stack + offset
-                                  if base is not None and base.stack is not None
-                                  and offset is not None else None)
+            self.stored_registers(mnemonic, names, _stack_place(base, match))
         if base is not None:
             offset = _offset((match.group(2) or "0").lstrip("#"))
             self.located(mnemonic, operands, base, offset, registers, loads, read_write)

@@ -480,7 +480,7 @@ class X86Walk(FunctionWalk):
         elif mnemonic in _X86_IMPLICIT:
             self.stack_bytes.clear()
         elif "[" in destination:
-            self.stored_on_stack(_rsp_offset(destination), _store_width(destination), None)
+            self.stored_on_stack(self.stack_place(destination), _store_width(destination), None)
 
     # -- control flow -----------------------------------------------------------
     def on_call(self, following: int, operands: str) -> bool:
@@ -614,8 +614,8 @@ class X86Walk(FunctionWalk):
             self.forget_slots("rsp")
         if register is not None:
             value = self.effective(source, following) if destination in _X86_WIDE else None
-            if value is None and source.startswith("[rsp") and destination in _X86_QWORD:
-                offset = _rsp_offset(source)
+            if value is None and destination in _X86_QWORD:
+                offset = self.stack_place(source)
                 value = Value(stack=offset) if offset is not None else None
             self.set(register, value)
         return True
@@ -709,9 +709,9 @@ class X86Walk(FunctionWalk):
         if "[" in destination:
             key = self.stack_key(destination)
             if key is not None:  # a spill: the slot keeps the register's value
-                # A slot through rbp (a frame pointer, or at -O2 any pointer) may be
-                # anywhere on the stack: every byte known there is forgotten.
-                self.stored_on_stack(_rsp_offset(destination), _store_width(destination),
+                # A slot through rbp, unless it holds an address on the stack, may be
+                # anywhere there: every byte known is forgotten.
+                self.stored_on_stack(self.stack_place(destination), _store_width(destination),
                                      self.number_stored(source))
                 self.store_slot(key, self.state.get(_X86_FAMILY.get(source, ""))
                                 if source in _X86_QWORD else None)
@@ -742,8 +742,7 @@ class X86Walk(FunctionWalk):
             family = _X86_FAMILY.get(destination)
             if family == "rsp":
                 self.forget_slots("rsp")
-            value = self.source_value(source) \
-                if destination in _X86_WIDE and (source, family) != ("rsp", "rbp") else None
+            value = self.source_value(source) if destination in _X86_WIDE else None
             if value is not None and value.constant is not None:
                 self.number(family, value.constant)
             else:
@@ -758,12 +757,11 @@ class X86Walk(FunctionWalk):
         family = _X86_FAMILY.get(destination)
         if family is None:
             if destination.endswith("]"):
-                self.stored_on_stack(_rsp_offset(destination), _store_width(destination),
+                self.stored_on_stack(self.stack_place(destination), _store_width(destination),
                                      self.number_stored(source))
         elif number_moved is not None and destination in _X86_WIDE:
             self.number(family, number_moved)
-        elif source == "rsp" and destination in _X86_QWORD and destination != "rbp":
-            # (rbp set up as the frame pointer stays the base of slots of its own.)
+        elif source == "rsp" and destination in _X86_QWORD:
             self.set(family, Value(stack=0))
         elif self.numbers:
             self.numbers.pop(family, None)
@@ -816,9 +814,24 @@ class X86Walk(FunctionWalk):
 
     def stack_key(self, operand: str) -> str | None:
         """The stack slot a memory operand names, unless its base holds a known address
-        (at -O2 rbp is an ordinary register)."""
+        other than one on the stack (at -O2 rbp is an ordinary register)."""
         key = _stack_key(operand)
-        return None if key is None or key[1:4] in self.state else key
+        if key is None:
+            return None
+        held = self.state.get(key[1:4])
+        return key if held is None or held.stack is not None else None
+
+    def stack_place(self, operand: str) -> int | None:
+        """How far past rsp a memory operand lies: through rsp, or through rbp holding an
+        address on the stack; None for any other memory."""
+        key = _stack_key(operand)
+        if key is None:
+            return None
+        if key.startswith("[rsp"):
+            return int(key[4:-1])
+        held = self.state.get(key[1:4])
+        return held.stack + int(key[4:-1]) if held is not None and held.stack is not None \
+            else None
 
     # -- everything else --------------------------------------------------------------
     def generic_memory(self, mnemonic: str, operands: str, address: int, size: int) -> None:
@@ -956,13 +969,6 @@ _STORE_WIDTHS = {"byte": 1, "word": 2, "dword": 4, "qword": 8, "xmmword": 16,
 def _store_width(operand: str) -> int:
     """How many bytes a memory operand names (``dword ptr [rsp + 8]``: 4); 0 if not said."""
     return _STORE_WIDTHS.get(operand.partition(" ptr ")[0], 0) if " ptr " in operand else 0
-
-
-def _rsp_offset(operand: str) -> int | None:
-    """How far past the stack pointer a memory operand is (``[rsp + 0x10]``: 16), or
-    None for any other memory."""
-    key = _stack_key(operand)
-    return int(key[4:-1]) if key is not None and key.startswith("[rsp") else None
 
 
 def _stack_key(operand: str) -> str | None:
