@@ -1337,6 +1337,7 @@ class FunctionWalk:
     # -- calls ----------------------------------------------------------------
     def call(self, target: Value | None, following: int | None = None) -> None:
         """A call; ``following``: where the code goes on after it."""
+        self.built = None  # until ``keyed_call`` finds this call builds a string
         if target is not None and target.pointee is not None:
             target = None  # a function pointer read from a global: not known
         state = self.state
