@@ -303,6 +303,9 @@ class FunctionWalk:
         # next call; and the one the call being made builds (``string_built``).
         self.stack_strings: dict[int, str] = {}
         self.built: tuple[int, str] | None = None
+        # The stretch of each call through a register (tails swept again after the
+        # stretches are judged add theirs to the summary anew: ``tails_again``).
+        self.indirect_calls: list[int] = []
         self.unreached = False  # no forward path reaches the code swept now
         # A walk that knows constant arguments decides the branches they select
         # (``paths.Paths``); any other walk keeps every path.
@@ -395,6 +398,11 @@ class FunctionWalk:
         leads, dead = self.dying_stretches()
         if dead is not None:
             stretch_of = self.drop_dying(dead, stretch_of)
+            if self.indirect_calls and all(0 <= at < len(dead) and dead[at]
+                                           for at in self.indirect_calls):
+                # Only code dropped calls through a register (a landing pad destroying
+                # a std::function): the code that runs is all followed.
+                self.summary.stopped.pop(StopReason.INDIRECT_CALL, None)
         if sized and paths is None and (pending or self.rejoined):
             self.tails_again()
         # Worked out after the tails are swept again (that adds branches), at most once
@@ -1364,6 +1372,7 @@ class FunctionWalk:
                 # Through a register we cannot resolve (a virtual call, a callback):
                 # code that is not followed.
                 self.summary.stop_here(StopReason.INDIRECT_CALL)
+                self.indirect_calls.append(len(self.stretches.starts) - 1)  # its stretch
                 if target is not None and target.parameter is not None:
                     self.handles(target.parameter)
                 self.parameters_to_unknown_code(arguments)
