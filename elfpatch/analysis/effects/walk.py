@@ -1585,9 +1585,9 @@ class FunctionWalk:
 
     def string_built(self, arguments: list[Value | None]) -> tuple[int, str] | None:
         """(where on the stack, the key) of a string a call builds there from a literal:
-        passed the place, the literal's first byte and the byte past its last, as
-        libstdc++'s ``_M_construct(this, begin, end)`` is where gcc does not build the
-        string in place (many in one function, or long ones)."""
+        one passed the place, the literal's first byte and the byte past its last
+        (libstdc++'s ``_M_construct(this, begin, end)``, which gcc calls where it does
+        not build the string in place: many in one function, or long ones)."""
         if len(arguments) < 3:
             return None
         place, begin, end = arguments[:3]
