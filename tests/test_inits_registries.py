@@ -117,6 +117,8 @@ def test_stripped_builds_give_the_same_findings(tmp_path: Path) -> None:
     for library in ONE_LIBRARY.values():
         assert registration_findings(inits_of(copy / library)) \
             == registration_findings(inits_of(built.path(library))), library
-    for program in ("consumer_first", "registrar_first"):
-        assert registration_findings(closure_record(copy / program, "libuser.so")) \
-            == registration_findings(closure_record(built.path(program), "libuser.so"))
+    for program, user in (("consumer_first", "libuser.so"), ("registrar_first", "libuser.so"),
+                          ("consumer_first_string", "libuser_string.so"),
+                          ("registrar_first_string", "libuser_string.so")):
+        assert registration_findings(closure_record(copy / program, user)) \
+            == registration_findings(closure_record(built.path(program), user))
