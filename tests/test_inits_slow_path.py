@@ -85,8 +85,7 @@ def test_the_unlikely_code_is_what_the_compiler_put_in_text_unlikely(
         machine: str, tmp_path: Path) -> None:
     built = scenario("slow_path", machine)
     compiler = toolchain(machine).cxx
-    sources = [built.scenario.folder / name for name in ("user.cpp", "lock.cpp",
-                                                         "journal.cpp", "main.cpp")]
+    sources = _sources(machine)
     expected = _compiled_unlikely(compiler, tmp_path, sources, ("-O2", "-g0"))
     assert {"_Z9lock_slowP4Lock", "_Z15note_contentionv"} <= expected
     assert _unlikely_functions(built.path("user_first")) == expected
@@ -97,23 +96,36 @@ def test_the_unlikely_code_is_what_the_compiler_put_in_text_unlikely(
     assert _unlikely_functions(built.path("user_first_warm")) == set()
 
 
+def _sources(machine: str) -> list[Path]:
+    """The fixture's sources, in user_first's link order."""
+    folder = scenario("slow_path", machine).scenario.folder
+    return [folder / name for name in ("user.cpp", "lock.cpp", "journal.cpp", "main.cpp")]
+
+
+def _linked(machine: str, folder: Path, *flags: str) -> Path:
+    """The fixture's user_first linked here with ``flags`` (lld is found through -B,
+    by the cross g++ too)."""
+    driver_tools = folder / "bin"
+    driver_tools.mkdir(exist_ok=True)
+    if not (driver_tools / "ld.lld").exists():
+        (driver_tools / "ld.lld").symlink_to(require_tool("ld.lld"))
+    program = folder / ("user_first" + "".join(f.replace("=", "_").replace(",", "_")
+                                               for f in flags))
+    subprocess.run([toolchain(machine).cxx, "-O2", "-g0", *flags, f"-B{driver_tools}",
+                    *map(str, _sources(machine)), "-o", str(program)],
+                   check=True, capture_output=True)
+    return program
+
+
 @pytest.mark.parametrize("machine", MACHINES)
 def test_lld_lays_the_unlikely_code_out_among_the_rest(machine: str, tmp_path: Path) -> None:
     """lld (unless told ``-z keep-text-section-prefix``) puts each object's text
     sections one after the other as they come, the unlikely ones among the rest:
     the layout the rule reads is not there, so nothing is taken to be unlikely and
     the slow path is followed, as in the build without ``cold``."""
-    driver_tools = tmp_path / "bin"  # where the driver looks for ld.lld, cross g++ too
-    driver_tools.mkdir()
-    (driver_tools / "ld.lld").symlink_to(require_tool("ld.lld"))
-    built = scenario("slow_path", machine)
-    compiler = toolchain(machine).cxx
-    sources = [built.scenario.folder / name for name in ("user.cpp", "lock.cpp",
-                                                         "journal.cpp", "main.cpp")]
-    program = tmp_path / "user_first_lld"
-    subprocess.run([compiler, "-O2", "-g0", "-fuse-ld=lld", f"-B{driver_tools}",
-                    *map(str, sources), "-o", str(program)], check=True, capture_output=True)
-    compiled = _compiled_unlikely(compiler, tmp_path, sources, ("-O2", "-g0"))
+    program = _linked(machine, tmp_path, "-fuse-ld=lld")
+    compiled = _compiled_unlikely(toolchain(machine).cxx, tmp_path,
+                                  _sources(machine), ("-O2", "-g0"))
     initializers = [symtab_address(program, name) for name in (
         "_GLOBAL__sub_I_user_value", "_GLOBAL__sub_I__ZN7JournalC2Ev")]
     # Laid out as the objects come: lock.cpp's cold functions between user.cpp's
@@ -124,6 +136,22 @@ def test_lld_lays_the_unlikely_code_out_among_the_rest(machine: str, tmp_path: P
     found = risks(inits_of(program), *ORDER_KINDS)
     assert [(r["severity"], r["kind"], r["object"]) for r in found] == [
         ("error", "init-order", "journal")]
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+@pytest.mark.parametrize("linker", ["lld", "gold"])
+def test_an_unlikely_section_kept_apart_is_the_unlikely_code(linker: str, machine: str,
+                                                            tmp_path: Path) -> None:
+    """Told ``-z keep-text-section-prefix``, lld and gold keep what gcc filed under
+    ``.text.unlikely`` in a section of that name: that section is the unlikely code,
+    and the cold slow path is not followed (GNU ld ignores the option)."""
+    program = _linked(machine, tmp_path, f"-fuse-ld={linker}", "-Wl,-z,keep-text-section-prefix")
+    with ElfFile.open(str(program)) as elf:
+        assert elf.section_by_name(".text.unlikely") is not None
+    compiled = _compiled_unlikely(toolchain(machine).cxx, tmp_path,
+                                  _sources(machine), ("-O2", "-g0"))
+    assert _unlikely_functions(program) == compiled
+    assert risks(inits_of(program), *ORDER_KINDS) == []
 
 
 @pytest.mark.parametrize("machine", MACHINES)

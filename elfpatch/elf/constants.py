@@ -53,6 +53,7 @@ PT_GNU_EH_FRAME = 0x6474E550
 
 # Section header flags
 SHF_ALLOC = 0x2
+SHF_EXECINSTR = 0x4
 
 # Sizes of the ELF header and of one program header, by ELF class (32 or 64),
 # and where sh_info sits inside a section header.
