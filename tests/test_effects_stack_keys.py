@@ -118,6 +118,8 @@ EDITS = {
         "constructed": "",
         "constructed_then_a_call": "    call other@PLT\n",
         "constructed_then_edited": "    mov byte ptr [rsp + 32], 0x78\n",
+        "constructed_then_stored_through_a_pointer": "    mov rcx, qword ptr [rip + table]\n"
+                                                     "    mov byte ptr [rcx], 0x78\n",
     },
     "aarch64": {
         "in_place": "",
@@ -132,6 +134,9 @@ EDITS = {
         "constructed": "",
         "constructed_then_a_call": "    bl other\n",
         "constructed_then_edited": "    mov w6, #0x78\n    strb w6, [sp, #32]\n",
+        "constructed_then_stored_through_a_pointer": "    adrp x6, table\n"
+                                                     "    ldr x6, [x6, :lo12:table]\n"
+                                                     "    strb wzr, [x6]\n",
     },
 }
 SOURCES = {"x86_64": X86_64, "aarch64": AARCH64}
@@ -141,7 +146,7 @@ EXPECTED = {"in_place": "string:circle", "edited": "string:xircle", "after_a_cal
             "moved_stack": None, "long": "string:abcdefghijklmno",
             # Built by a call passed the place and the literal's bounds (_M_construct).
             "constructed": "string:circle", "constructed_then_a_call": None,
-            "constructed_then_edited": None}
+            "constructed_then_edited": None, "constructed_then_stored_through_a_pointer": None}
 
 
 # The probes that build their name otherwise than ``build``.

@@ -108,13 +108,10 @@ def _offset(text: str) -> int | None:
     return immediate(text)
 
 
-def _stack_place(base: Value | None, match: re.Match[str]) -> int | None:
-    """How far past sp a transfer through ``base`` lands, when ``base`` is an address on
-    the stack and the offset a number; else None (anywhere)."""
-    if base is None or base.stack is None:
-        return None
-    offset = _offset((match.group(2) or "0").lstrip("#"))
-    return base.stack + offset if offset is not None else None
+def _transfer_width(mnemonic: str, register: str) -> int:
+    """How many bytes a load or store moves for one register (``strh w1``: 2, ``stp x2``:
+    8 each); 0 where that is not known."""
+    return _A64_NARROW.get(mnemonic) or _A64_WIDTHS.get(register[:1], 0)
 
 
 def _a64_register(name: str) -> str | None:
@@ -575,7 +572,7 @@ class Arm64Walk(FunctionWalk):
         if mnemonic.startswith(("stx", "stlx")):  # the first register is the status
             names = names[1:]
         for position, name in enumerate(names):
-            width = _A64_NARROW.get(mnemonic) or _A64_WIDTHS.get(name[:1], 0)
+            width = _transfer_width(mnemonic, name)
             self.stored_on_stack(offset + position * width if offset is not None else None,
                                  width, self.register_number(name))
 
@@ -599,14 +596,17 @@ class Arm64Walk(FunctionWalk):
         names = operands[: match.start()].rstrip(", ").split(", ")
         registers = [_a64_register(r) for r in names]
         if base is None and match.group(1) in _A64_FRAME_REGISTERS:
-            self.stack_transfer(mnemonic, operands, match, registers)
+            self.stack_transfer(mnemonic, match, names, registers)
             return
         read_write = mnemonic.startswith(_A64_READ_WRITE)
         loads = mnemonic.startswith("ld") or read_write
-        if not loads and (self.stack_bytes or (base is not None and base.stack is not None)):
-            self.stored_registers(mnemonic, names, _stack_place(base, match))
+        offset = _offset((match.group(2) or "0").lstrip("#"))
+        place = base.stack + offset if base is not None and base.stack is not None \
+            and offset is not None else None
+        if not loads and (self.stack_known() or place is not None):
+            # Through a pointer that may be to the stack (``place`` None): anywhere.
+            self.stored_registers(mnemonic, names, place)
         if base is not None:
-            offset = _offset((match.group(2) or "0").lstrip("#"))
             self.located(mnemonic, operands, base, offset, registers, loads, read_write)
         elif loads:
             self.kill(registers)
@@ -651,7 +651,7 @@ class Arm64Walk(FunctionWalk):
             if mnemonic in _A64_PLAIN_LOADS and len(registers) == 1 and registers[0] \
                     and base.address is not None and base.exact and offset is not None:
                 self.load_number(registers[0], base.address + offset,
-                                 _A64_NARROW.get(mnemonic) or _A64_WIDTHS[operands[:1]])
+                                 _transfer_width(mnemonic, operands))
 
     def load_number(self, register: str, address: int, width: int) -> None:
         """A load of bytes nothing writes (a literal's, to be stored on the stack)."""
@@ -659,14 +659,13 @@ class Arm64Walk(FunctionWalk):
         if found is not None:
             self.numbers[register] = found
 
-    def stack_transfer(self, mnemonic: str, operands: str, match: re.Match[str],
+    def stack_transfer(self, mnemonic: str, match: re.Match[str], names: list[str],
                        registers: list[str | None]) -> None:
         """A spill to, or a reload from, ``[sp, #n]`` / ``[x29, #n]``."""
         base = "sp" if match.group(1) == "sp" else "x29"
         stores = mnemonic.startswith("st")
         offset = immediate((match.group(2) or "0").lstrip("#"))
-        if stores and (base == "sp" or self.stack_bytes):
-            names = operands[: match.start()].rstrip(", ").split(", ")
+        if stores and (base == "sp" or self.stack_known()):
             self.stored_registers(mnemonic, names, offset if base == "sp" and not (
                 match.group(3) or match.group(4)) else None)
         if match.group(3) or match.group(4) or offset is None:  # writeback, or an index
@@ -675,7 +674,7 @@ class Arm64Walk(FunctionWalk):
                 self.kill(registers)
             return
         # Only whole 64-bit registers (x0, not w0) keep an address.
-        whole = mnemonic in _A64_PLAIN_TRANSFERS and operands.startswith("x")
+        whole = mnemonic in _A64_PLAIN_TRANSFERS and names[0].startswith("x")
         for position, register in enumerate(registers):
             key = f"[{base}{offset + 8 * position:+d}]"
             if stores:

@@ -720,9 +720,8 @@ class FunctionWalk:
         iteration, and stack slots, which ``orphan_state`` does not keep, stay
         known after the loop).
         """
-        self.stack_bytes.clear()  # known on one way in only
+        self.forget_stack()  # known on one way in only
         self.numbers.clear()
-        self.stack_strings.clear()
         incoming = self.pending.pop(address, None)
         if incoming is not None and (not falls or self.unreached):
             self.state, self.unreached = incoming, False
@@ -1159,10 +1158,18 @@ class FunctionWalk:
             self.stack_moved()
 
     # -- strings built on the stack -----------------------------------------------
-    def stack_moved(self) -> None:
-        """The stack pointer moved: offsets past it name other bytes now."""
+    def stack_known(self) -> bool:
+        """Whether anything is known of what lies on the stack (bytes, strings)."""
+        return bool(self.stack_bytes or self.stack_strings)
+
+    def forget_stack(self) -> None:
+        """A store that may land anywhere on the stack: nothing known there stays."""
         self.stack_bytes.clear()
         self.stack_strings.clear()
+
+    def stack_moved(self) -> None:
+        """The stack pointer moved: offsets past it name other bytes now."""
+        self.forget_stack()
         if any(value.stack is not None for value in self.state.values()):
             self.state = {k: v for k, v in self.state.items() if v.stack is None}
 
@@ -1170,14 +1177,14 @@ class FunctionWalk:
         """A store of ``width`` bytes ``offset`` bytes past the stack pointer (None: a
         store somewhere the stack may be): ``stored``, a number, is kept; anything
         else makes what was known there unknown."""
+        if offset is None or width <= 0:
+            self.forget_stack()
+            return
         known = self.stack_bytes
         if self.stack_strings:  # a store into a string built there changes it
             self.stack_strings = {at: key for at, key in self.stack_strings.items()
-                                  if offset is not None and width > 0
-                                  and (offset + width <= at or at + _STRING_SIZE <= offset)}
-        if offset is None or width <= 0:
-            known.clear()
-        elif stored is None:
+                                  if offset + width <= at or at + _STRING_SIZE <= offset}
+        if stored is None:
             for at in range(offset, offset + width):
                 known.pop(at, None)
         else:
@@ -1595,19 +1602,17 @@ class FunctionWalk:
                 or begin.address is None or end.address is None \
                 or not (begin.exact and end.exact) or begin.page or end.page:
             return None
-        key = self.index.constant_key(begin.address)
+        key = self.index.constant_key(begin.address) or ""
+        text = key.removeprefix("string:") if key.startswith("string:") else ""
         size = end.address - begin.address
-        if key is None or not key.startswith("string:") or not 0 < size <= len(key) - 7:
-            return None
-        return place.stack, key[:7 + size]
+        return (place.stack, f"string:{text[:size]}") if 0 < size <= len(text) else None
 
     def called(self) -> None:
         """After a call: what it may have stored on the stack, and what registers it
         may have changed, are no longer known; a string it built there from a
         literal (``string_built``) is, until the next call."""
-        self.stack_bytes.clear()
+        self.forget_stack()
         self.numbers.clear()
-        self.stack_strings.clear()
         if self.built is not None:
             self.stack_strings[self.built[0]] = self.built[1]
             self.built = None

@@ -411,7 +411,7 @@ class X86Walk(FunctionWalk):
             return falls
         if self.stack_slots:
             self.stack_effects(mnemonic, operands)
-        if self.stack_bytes or "rsp" in operands or mnemonic in _X86_STACK_MOVERS:
+        if self.stack_known() or "rsp" in operands or mnemonic in _X86_STACK_MOVERS:
             self.stack_bytes_written(mnemonic, operands)
         if "[" in operands and (self.state or "rip" in operands or self.absolute):
             self.generic_memory(mnemonic, operands, address, size)
@@ -478,7 +478,7 @@ class X86Walk(FunctionWalk):
         if mnemonic in _X86_STACK_MOVERS or destination in ("rsp", "esp"):
             self.stack_moved()
         elif mnemonic in _X86_IMPLICIT:
-            self.stack_bytes.clear()
+            self.forget_stack()
         elif "[" in destination:
             self.stored_on_stack(self.stack_place(destination), _store_width(destination), None)
 
@@ -720,8 +720,8 @@ class X86Walk(FunctionWalk):
             if located is not None and located[0].stack is not None:
                 self.stored_on_stack(located[0].stack + located[1], _store_width(destination),
                                      self.number_stored(source))
-            elif self.stack_bytes and (located is None or located[0].address is None):
-                self.stack_bytes.clear()  # through a pointer that may be to the stack
+            elif self.stack_known() and (located is None or located[0].address is None):
+                self.forget_stack()  # through a pointer that may be to the stack
             if located is not None:
                 stored = self.state.get(_X86_FAMILY.get(source, ""))
                 key = self.access(located[0], located[1], read=False, write=True,
