@@ -15,13 +15,12 @@ the look-up ran first.
 
 from __future__ import annotations
 
-import json
 import subprocess
 
 import pytest
 from elfpatch.fixtures import build
-from support.build import invoke
-from support.inits import MACHINES, ORDER_KINDS, risks, toolchain
+from support.inits import MACHINES, ORDER_KINDS, inits_of, risks, toolchain
+from support.tools import require_runner
 
 SOURCES = {
     "factory.h": (
@@ -60,14 +59,11 @@ def test_a_lookup_before_a_member_registration_is_an_error(program: str,
     chain = toolchain(machine)
     folder = build.build_targets(SOURCES, [build.Target(program, ORDERS[program])],
                                  ["-O2", "-g0"], toolchain=chain, label="landing-pads")
-    if not chain.runner_available():
-        pytest.skip(f"{chain.runner[0]} is not installed (apt-get install qemu-user)")
+    require_runner(chain.runner)
     printed = subprocess.run([*chain.runner, str(folder / program)], capture_output=True,
                              text=True, check=True).stdout
-    result = invoke("inits", "--json", str(folder / program))
-    (record,) = json.loads(result.stdout)["files"]
-    found = [(r["severity"], r["kind"]) for r in risks(record, "registration-order",
-                                                       *ORDER_KINDS)]
+    found = [(r["severity"], r["kind"])
+             for r in risks(inits_of(folder / program), "registration-order", *ORDER_KINDS)]
     if printed == "lost=1\n":
         assert found == [("error", "registration-order")]
     else:
