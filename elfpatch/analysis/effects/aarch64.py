@@ -24,8 +24,19 @@ from __future__ import annotations
 
 import re
 
-from elfpatch.analysis.effects.summary import READ
+from elfpatch.analysis.effects.bits import (
+    UNKNOWN,
+    Bits,
+    anded,
+    exactly,
+    inserted,
+    ored,
+    selected,
+    whole,
+)
+from elfpatch.analysis.effects.summary import READ, Constants
 from elfpatch.analysis.effects.walk import (
+    Analyzer,
     FlagTest,
     FunctionWalk,
     Value,
@@ -68,6 +79,8 @@ _A64_NARROW = {"strb": 1, "sturb": 1, "strh": 2, "sturh": 2, "ldrb": 1, "ldurb":
 _A64_WIDTHS = {"x": 8, "w": 4, "q": 16, "d": 8, "s": 4, "h": 2, "b": 1}
 # Loads that zero-extend what they read into a register (a literal's bytes moved on).
 _A64_PLAIN_LOADS = frozenset({"ldr", "ldur", "ldrb", "ldurb", "ldrh", "ldurh"})
+# Those whose result's bits are known where their operands' are (``bits``).
+_A64_BIT_OPERATIONS = frozenset({"and", "orr", "bfi", "bfc"})
 
 
 # A guard's test: a load of the word or byte (``ldr x1, [x2, #0x10]``), then ``tbz w1, #0``
@@ -141,6 +154,14 @@ class Arm64Walk(FunctionWalk):
     RESULT = "x0"
     CALLER_SAVED = frozenset([f"x{n}" for n in range(19)] + ["x30"])
     CALL_WRITES = frozenset({"x30"})  # bl/blr put the return address in the link register
+
+    def __init__(self, analyzer: Analyzer, start: int, code: memoryview,
+                 sized: bool, parameters: bool = False, constants: Constants = (),
+                 pruned: frozenset[int] = frozenset()) -> None:
+        super().__init__(analyzer, start, code, sized, parameters, constants, pruned)
+        # Registers loaded through an argument register (``ldrh w8, [x0, #10]``) -> that
+        # argument's bit: a test of one may be decided by what a caller stored there.
+        self.loaded_through: dict[str, int] = {}
 
     @staticmethod
     def control_transfer(mnemonic: str, operands: str) -> tuple[bool, int | None] | None:
@@ -404,8 +425,15 @@ class Arm64Walk(FunctionWalk):
                 self.tests(register)
                 if immediate(other.lstrip("#")) == 0:
                     self.tested_against_zero(_a64_register(register), address + size)
-        elif mnemonic == "tst" and self.paths is None:  # tst w0, #0xff: a bool's test
+        elif mnemonic == "tst" and self.paths is not None:
             register, _, mask = operands.partition(", ")
+            amount = immediate(mask.lstrip("#"))
+            if amount is not None:
+                self.tested_bits(address + size, self.register_bits(_a64_register(register)),
+                                 amount, 32 if register[:1] == "w" else 64)
+        elif mnemonic == "tst":  # tst w0, #0xff: a bool's test
+            register, _, mask = operands.partition(", ")
+            self.tests(register)
             value = self.state.get(_a64_register(register) or "")
             bits = immediate(mask.lstrip("#"))
             if value is not None and value.constant is not None and bits is not None \
@@ -420,12 +448,39 @@ class Arm64Walk(FunctionWalk):
                 self.compared_to_minus_one(_a64_register(register), address + size)
         elif "[" in operands and mnemonic.startswith(_A64_TRANSFER):
             self.transfer(mnemonic, operands)
+        elif mnemonic in _A64_BIT_OPERATIONS:
+            self.bit_operation(mnemonic, operands)
         elif mnemonic not in _A64_NO_DESTINATION:
             destination = operands.partition(",")[0]
             self.moves_frame(destination)
             if self.state:
                 self.set(_a64_register(destination), None)
         return True
+
+    def bit_operation(self, mnemonic: str, operands: str) -> None:
+        """``and x2, x2, #0xfc000000``, ``orr``, ``bfi w1, w2, #4, #1``, ``bfc w1, #4,
+        #1``: the bits they fix are known (``bits``)."""
+        parts = operands.split(", ")
+        destination = parts[0]
+        self.moves_frame(destination)
+        register = _a64_register(destination)
+        width = 32 if destination[:1] == "w" else 64
+        numbers = [immediate(part.lstrip("#")) for part in parts[1:] if part[:1] == "#"]
+        if None in numbers or len(numbers) != (1 if mnemonic in ("and", "orr") else 2) \
+                or len(parts) != (2 if mnemonic == "bfc" else 3) + len(numbers) - 1:
+            self.set(register, None)
+            return
+        amounts = [number for number in numbers if number is not None]
+        if mnemonic in ("and", "orr"):
+            before = self.register_bits(_a64_register(parts[1])) or UNKNOWN
+            change = anded if mnemonic == "and" else ored
+            self.set_bits(register, change(before, amounts[0], width))
+            return
+        # bfi puts the low bits of a register in place, bfc zeros.
+        field = self.register_bits(_a64_register(parts[1])) if mnemonic == "bfi" \
+            else exactly(0)
+        old = self.register_bits(register) or UNKNOWN
+        self.set_bits(register, inserted(old, field or UNKNOWN, amounts[0], amounts[1], width))
 
     def never_zero(self, mnemonic: str, operands: str) -> bool:
         """Whether ``cbz w0, …`` (or ``tbz w0, #0, …``), taken when w0 (its bit) is zero,
@@ -444,9 +499,13 @@ class Arm64Walk(FunctionWalk):
         return bit is not None and bool(value.constant >> bit & 1)
 
     def tests(self, register: str) -> None:
-        """The function compares ``register``: an argument's, if it is x0-x7."""
+        """The function compares ``register``: an argument's, if it is x0-x7, or one
+        loaded through an argument's."""
         if register[:1] in "xw" and register[1:] in _A64_ARGUMENT_NUMBERS:
             self.summary.tests_arguments |= 1 << int(register[1:])
+        if self.loaded_through:
+            self.summary.tests_arguments |= self.loaded_through.get(
+                _a64_register(register) or "", 0)
 
     def condition_of(self, mnemonic: str, operands: str) -> str | None:
         """``b.eq`` -> ``eq`` (in any walk: a branch never taken is known in each,
@@ -456,15 +515,20 @@ class Arm64Walk(FunctionWalk):
             return mnemonic[2:]
         if self.paths is None:
             return None
-        if mnemonic not in ("cbz", "cbnz"):
+        register, _, rest = operands.partition(", ")
+        known = self.register_bits(_a64_register(register))
+        if known is None:
             return None
-        register = operands.partition(", ")[0]
-        value = self.state.get(_a64_register(register) or "")
-        if value is None or value.constant is None:
+        width = 32 if register[:1] == "w" else 64
+        if mnemonic in ("tbz", "tbnz"):  # tbz w0, #4, …: taken when that bit is zero
+            bit = immediate(rest.partition(", ")[0].lstrip("#"))
+            result = selected(known, 1 << bit) if bit is not None else None
+        else:
+            result = whole(known, width)
+        if result is None:
             return None
-        self.flags = (self.paths.current, value.constant, 0, 32 if register[:1] == "w" else 64,
-                      False)
-        return "eq" if mnemonic == "cbz" else "ne"
+        self.flags = (self.paths.current, result, 0, width, False)
+        return "eq" if mnemonic in ("cbz", "tbz") else "ne"
 
     # -- control flow -----------------------------------------------------------
     def on_bl(self, following: int, operands: str) -> bool:
@@ -543,6 +607,9 @@ class Arm64Walk(FunctionWalk):
                 self.number(_a64_register(destination), number)
             else:  # a 32-bit copy of an address is no address
                 self.set(_a64_register(destination), value if source[:1] == "x" else None)
+                known = self.bits.get(_a64_register(source) or "")
+                if known is not None and source[:1] == destination[:1] == "x":
+                    self.bits[_a64_register(destination) or ""] = known
         return True
 
     def move_keeping(self, operands: str) -> None:
@@ -601,19 +668,59 @@ class Arm64Walk(FunctionWalk):
         read_write = mnemonic.startswith(_A64_READ_WRITE)
         loads = mnemonic.startswith("ld") or read_write
         offset = _offset((match.group(2) or "0").lstrip("#"))
+        if loads and self.paths is None and match.group(1)[:1] == "x" \
+                and match.group(1)[1:] in _A64_ARGUMENT_NUMBERS:
+            bit = 1 << int(match.group(1)[1:])
+            for register in registers:
+                if register is not None:
+                    self.loaded_through[register] = bit
         place = base.stack + offset if base is not None and base.stack is not None \
             and offset is not None else None
         if not loads and (self.stack_known() or place is not None):
             # Through a pointer that may be to the stack (``place`` None): anywhere.
             self.stored_registers(mnemonic, names, place)
+        # Worked out before the load overwrites its base (``ldrh w0, [x0, #10]``).
+        loaded = self.transfer_bits(mnemonic, names, base, match.group(1), offset, loads,
+                                    read_write) \
+            if (self.memory_bits or self.through or (base is not None and not loads)) \
+            and offset is not None and not (match.group(3) or match.group(4)) else None
         if base is not None:
             self.located(mnemonic, operands, base, offset, registers, loads, read_write)
         elif loads:
             self.kill(registers)
+        if loaded is not None:
+            self.set_bits(*loaded)
         if mnemonic.startswith(("stx", "stlx")):
             self.kill(registers[:1])  # the status register
         if match.group(3) or match.group(4):  # pre/post-index writeback
             self.set(base_register, None)
+
+    def transfer_bits(self, mnemonic: str, names: list[str], base: Value | None,
+                      base_name: str, offset: int, loads: bool,
+                      read_write: bool) -> tuple[str | None, Bits] | None:
+        """What a load or store does to the bits known of memory (``bits``): a load of
+        bytes known gives their bits (``ldrh w0, [x0, #10]``, zero-extended), returned
+        as (register, bits) for after the load; a store leaves what it stores known
+        there."""
+        if mnemonic.startswith(("stx", "stlx")):
+            names = names[1:]
+        for position, name in enumerate(names):
+            width = _transfer_width(mnemonic, name)
+            at = offset + position * width
+            if loads and not read_write and mnemonic in _A64_PLAIN_LOADS and len(names) == 1:
+                known = self.memory_at(base, at, width, through=None if base is not None
+                                       else _a64_register(base_name))
+                if known is None:
+                    return None
+                # The rest zero-extended.
+                return _a64_register(name), (
+                    known[0] | (((1 << 64) - 1) ^ ((1 << 8 * width) - 1)), known[1])
+            if not loads or read_write:
+                stored = self.register_bits(_a64_register(name)) \
+                    if not read_write and name not in ("wzr", "xzr") \
+                    else exactly(0) if not read_write else None
+                self.wrote_memory(base, at, width, stored)
+        return None
 
     def located(self, mnemonic: str, operands: str, base: Value, offset: int | None,
                 registers: list[str | None], loads: bool, read_write: bool) -> None:

@@ -46,6 +46,7 @@ from elfpatch.analysis.effects.summary import (
     GuardsHeld,
     Part,
     StopReason,
+    argument_position,
     bare_keys_of,
     effects_keys,
     function_key,
@@ -903,8 +904,8 @@ def _registers_unguarded(events: list[Event]) -> bool:
 def _positions(constants: Constants) -> int:
     """Bits of the argument positions ``constants`` holds numbers for."""
     bits = 0
-    for position, _number in constants:
-        bits |= 1 << position
+    for entry in constants:
+        bits |= 1 << argument_position(entry)
     return bits
 
 

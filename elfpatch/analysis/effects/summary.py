@@ -88,6 +88,34 @@ Constants = tuple[tuple[int, int], ...]
 # A function to follow: its address, or its address and the constants that select
 # its paths (``paths.Paths``).
 FunctionKey = int | tuple[int, Constants]
+# Constants may also say what the caller stored in the object a pointer argument
+# points to (``bits``): one entry per 8-byte word, from the pointer on, holding a
+# known bit: (MEMORY + parameter * MEMORY_WORDS + word, mask << 64 | value).
+MEMORY = 1 << 10
+MEMORY_WORDS = 32  # how far from the pointer on: 256 bytes
+
+
+def memory_constant(parameter: int, word: int, known: tuple[int, int]) -> tuple[int, int]:
+    """The entry saying that word ``word`` of what parameter ``parameter`` points to
+    holds the known bits ``known`` (mask, value)."""
+    return MEMORY + parameter * MEMORY_WORDS + word, known[0] << 64 | known[1]
+
+
+def memory_fact(entry: tuple[int, int]) -> tuple[int, int, tuple[int, int]] | None:
+    """(parameter, byte offset, known bits of the 8 bytes there) of a ``memory_constant``
+    entry; None for a number passed in a register."""
+    position, number = entry
+    if position < MEMORY:
+        return None
+    parameter, word = divmod(position - MEMORY, MEMORY_WORDS)
+    return parameter, 8 * word, (number >> 64, number & ((1 << 64) - 1))
+
+
+def argument_position(entry: tuple[int, int]) -> int:
+    """The argument an entry of constants is about: its register's, or the one
+    pointing to the memory it describes."""
+    position = entry[0]
+    return position if position < MEMORY else (position - MEMORY) // MEMORY_WORDS
 
 
 def function_key(address: int, constants: Constants | None) -> FunctionKey:

@@ -27,6 +27,14 @@ from functools import cache
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol
 
 from elfpatch.analysis.effects.addresses import AddressIndex, GotEntry, printable_text
+from elfpatch.analysis.effects.bits import (
+    UNKNOWN,
+    Bits,
+    byte_bits,
+    exactly,
+    from_bytes,
+    selected,
+)
 from elfpatch.analysis.effects.dying import (
     DIES,
     LIVES,
@@ -65,6 +73,7 @@ from elfpatch.analysis.effects.summary import (
     HOOK,
     KEYED,
     MEMBER_REACH,
+    MEMORY_WORDS,
     ONE_BYTE,
     ONE_STORE,
     PASS,
@@ -85,6 +94,8 @@ from elfpatch.analysis.effects.summary import (
     KeyedCall,
     StopReason,
     function_key,
+    memory_constant,
+    memory_fact,
     unfollowed_use,
 )
 
@@ -310,8 +321,24 @@ class FunctionWalk:
         # A walk that knows constant arguments decides the branches they select
         # (``paths.Paths``); any other walk keeps every path.
         self.paths = Paths(pruned) if constants else None
-        for position, number_passed in constants:
-            self.state[self.ARGUMENTS[position]] = constant_value(number_passed)
+        # Numbers known in part (``bits``): in registers the code masked or set bits of;
+        # in global memory its own stores wrote (byte's address -> its bits), until a
+        # call, a join or a store that may land anywhere; and, in a walk a caller passed
+        # them to, in what an argument register points to (register -> byte offset ->
+        # bits), until the register is written, a call, a join or a store.
+        self.bits: dict[str, Bits] = {}
+        self.memory_bits: dict[int, Bits] = {}
+        self.through: dict[str, dict[int, Bits]] = {}
+        for entry in constants:
+            fact = memory_fact(entry)
+            if fact is None:
+                self.state[self.ARGUMENTS[entry[0]]] = constant_value(entry[1])
+            else:
+                parameter, offset, known = fact
+                place = self.through.setdefault(self.ARGUMENTS[parameter], {})
+                for at, part in enumerate(byte_bits(known, 8), offset):
+                    if part[0]:
+                        place[at] = part
         self.flags: Flags | None = None
         self.instructions: list[tuple[int, int, str, str]] = []  # a sized function's
         self.position = 0  # the index of the instruction being read
@@ -722,6 +749,8 @@ class FunctionWalk:
         """
         self.forget_stack()  # known on one way in only
         self.numbers.clear()
+        if self.bits or self.memory_bits or self.through:
+            self.forget_bits()
         incoming = self.pending.pop(address, None)
         if incoming is not None and (not falls or self.unreached):
             self.state, self.unreached = incoming, False
@@ -1099,6 +1128,10 @@ class FunctionWalk:
             return
         if self.numbers:
             self.numbers.pop(register, None)
+        if self.bits:
+            self.bits.pop(register, None)
+        if self.through:
+            self.through.pop(register, None)
         if value is None:
             self.state.pop(register, None)
         else:
@@ -1211,6 +1244,107 @@ class FunctionWalk:
         places = range(offset, offset + count)
         return bytes(known[at] for at in places) if all(at in known for at in places) \
             else None
+
+    # -- numbers known in part (``bits``) -------------------------------------------
+    def forget_bits(self) -> None:
+        """A call or a join: no bits known in registers or memory stay known."""
+        self.bits.clear()
+        self.memory_bits.clear()
+        self.through.clear()
+
+    def register_bits(self, register: str | None) -> Bits | None:
+        """The bits known of the number in ``register``; None when none are."""
+        if register is None:
+            return None
+        value = self.state.get(register)
+        if value is not None and value.constant is not None:
+            return exactly(value.constant)
+        found = self.numbers.get(register)
+        return exactly(found) if found is not None else self.bits.get(register)
+
+    def set_bits(self, register: str | None, known: Bits | None) -> None:
+        """``register`` now holds a number whose bits ``known`` are known: kept as a
+        constant when all are, apart otherwise."""
+        self.set(register, None)
+        if register is None or known is None or not known[0]:
+            return
+        if known[0] == (1 << 64) - 1:
+            self.number(register, known[1])
+        else:
+            self.bits[register] = known
+
+    def changed_bits(self, register: str | None, change: Callable[[Bits], Bits]) -> None:
+        """An AND or OR of ``register`` with a number: the bits it fixes are known."""
+        before = self.register_bits(register)
+        self.set_bits(register, change(before if before is not None else UNKNOWN))
+
+    def exact_place(self, value: Value | None, offset: int) -> int | None:
+        """The address ``value + offset`` names exactly in this object's memory (an
+        object it defines, reached through its GOT slot, too)."""
+        if value is None or value.page or value.stack is not None:
+            return None
+        address = named_address(value)
+        return address + offset if address is not None else None
+
+    def wrote_memory(self, value: Value | None, offset: int, width: int,
+                     known: Bits | None = None) -> None:
+        """A store of ``width`` bytes at ``value + offset`` (``value`` None: a pointer
+        not known, anywhere but the stack), whose bits ``known`` are known (None:
+        none): what is known of the bytes there is that."""
+        if self.through and value is None:
+            self.through.clear()  # perhaps into what an argument points to
+        at = self.exact_place(value, offset)
+        if at is None or width <= 0:
+            if self.memory_bits and (value is None or value.stack is None):
+                self.memory_bits.clear()
+            return
+        memory = self.memory_bits
+        parts = byte_bits(known, width) if known is not None else [UNKNOWN] * width
+        for place, part in enumerate(parts, at):
+            if part[0]:
+                memory[place] = part
+            else:
+                memory.pop(place, None)
+
+    def memory_at(self, value: Value | None, offset: int, width: int,
+                  through: str | None = None) -> Bits | None:
+        """The bits known of the ``width`` bytes at ``value + offset``: stored there by
+        this code, or, through the argument register ``through``, by the caller."""
+        if through is not None and through in self.through:
+            known = self.through[through]
+            parts = [known.get(at, UNKNOWN) for at in range(offset, offset + width)]
+        else:
+            at = self.exact_place(value, offset)
+            if at is None or not self.memory_bits:
+                return None
+            parts = [self.memory_bits.get(place, UNKNOWN) for place in range(at, at + width)]
+        found = from_bytes(parts)
+        return found if found[0] else None
+
+    def memory_constants(self, arguments: list[Value | None]) -> Constants:
+        """What the code stored in the objects its pointer arguments point to, as
+        ``memory_constant`` entries: the bits of the 256 bytes from each pointer on."""
+        found: list[tuple[int, int]] = []
+        for position, value in enumerate(arguments):
+            start = self.exact_place(value, 0) if value is not None else None
+            if start is None:
+                continue
+            for word in range(MEMORY_WORDS):
+                known = self.memory_at(value, 8 * word, 8)
+                if known is not None:
+                    found.append(memory_constant(position, word, known))
+        return tuple(found)
+
+    def tested_bits(self, following: int, known: Bits | None, amount: int,
+                    width: int) -> None:
+        """A test of a number whose bits ``known`` are known against ``amount``
+        (``test``, ``tst``, ``tbz``): in a walk that decides, the flags of the result
+        when every bit tested is known."""
+        if self.paths is None or known is None:
+            return
+        result = selected(known, amount)
+        if result is not None:
+            self.flags = (following, result, 0, width, False)
 
     # -- memory ---------------------------------------------------------------
     def data(self, value: Value, offset: int = 0, anchor: bool = False,
@@ -1367,6 +1501,8 @@ class FunctionWalk:
         constants = tuple((position, value.constant) for position, value in enumerate(arguments)
                           if value is not None and value.constant is not None) \
             if passed else ()
+        if passed and self.memory_bits:
+            constants += self.memory_constants(arguments)
         if resolved is not None and resolved.follow is not None:
             if self.index.unlikely(resolved.follow):
                 # Code gcc laid out as never expected to run (``elf.layout``): a slow or
@@ -1613,6 +1749,8 @@ class FunctionWalk:
         literal (``string_built``) is, until the next call."""
         self.forget_stack()
         self.numbers.clear()
+        if self.bits or self.memory_bits or self.through:
+            self.forget_bits()
         if self.built is not None:
             self.stack_strings[self.built[0]] = self.built[1]
             self.built = None

@@ -37,6 +37,7 @@ import struct
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
+from elfpatch.analysis.effects.bits import UNKNOWN, Bits, anded, exactly, ored, whole
 from elfpatch.analysis.effects.summary import Constants
 from elfpatch.analysis.effects.walk import (
     Analyzer,
@@ -113,6 +114,14 @@ _X86_ARGUMENT_BITS = {name: 1 << ("rdi", "rsi", "rdx", "rcx", "r8", "r9").index(
                       for name, family in _X86_FAMILY.items()
                       if family in ("rdi", "rsi", "rdx", "rcx", "r8", "r9")}
 _CS_AC_READ, _CS_AC_WRITE = 1, 2
+# AND and OR with a number, and a bit set or cleared: the bits they fix are known
+# (``bits``).  Each as an AND with a mask and an OR with a number.
+_X86_BIT_OPERATIONS: dict[str, Callable[[int, int], tuple[int, int]]] = {
+    "and": lambda amount, low: (amount, 0),
+    "or": lambda amount, low: (low, amount),
+    "bts": lambda bit, low: (low, 1 << bit),
+    "btr": lambda bit, low: (low & ~(1 << bit), 0),
+}
 
 
 _X86_CALLS = frozenset({"call", "bnd call", "notrack call"})
@@ -384,6 +393,8 @@ class X86Walk(FunctionWalk):
         if mnemonic in _X86_STOPS:
             self.traps()  # a return has a handler of its own
             return False
+        changed = self.bit_operation(mnemonic, operands, address + size) \
+            if mnemonic in _X86_BIT_OPERATIONS else None
         if mnemonic in _X86_COMPARES:
             register, _, other = operands.partition(", ")
             if mnemonic == "cmp" and other == "-1":
@@ -395,7 +406,7 @@ class X86Walk(FunctionWalk):
                 self.compare_operands(mnemonic, operands, address + size)
             else:
                 self.summary.tests_arguments |= _X86_ARGUMENT_BITS.get(
-                    operands.partition(", ")[0], 0)
+                    operands.partition(", ")[0], 0) | _tests_through_argument(operands)
         elif mnemonic == "xor" and self.zeroes(operands):
             return True
         elif mnemonic in ("sete", "setne") and operands in _X86_FAMILY:
@@ -413,11 +424,75 @@ class X86Walk(FunctionWalk):
             self.stack_effects(mnemonic, operands)
         if self.stack_known() or "rsp" in operands or mnemonic in _X86_STACK_MOVERS:
             self.stack_bytes_written(mnemonic, operands)
-        if "[" in operands and (self.state or "rip" in operands or self.absolute):
+        if "[" in operands and (self.state or "rip" in operands or self.absolute
+                                or self.memory_bits or self.through):
             self.generic_memory(mnemonic, operands, address, size)
         if self.state and not (mnemonic in ("add", "sub") and self.offset(mnemonic, operands)):
             self.generic_registers(mnemonic, operands)
+        if mnemonic in ("movzx", "movsx") and self.loads_bits(operands):
+            self.loaded_bits(operands, address + size)
+        if changed is not None:
+            changed()
         return True
+
+    def bit_operation(self, mnemonic: str, operands: str,
+                      following: int) -> Callable[[], None] | None:
+        """``and eax, 0xfc000000``, ``or``, ``bts rax, 0x20``, ``btr``, and the same on
+        memory (``and word ptr [rip + x], 0x8000``): what to note once the instruction's
+        other effects are (the bits it fixes, ``bits``); None when nothing is known."""
+        destination, _, source = operands.partition(", ")
+        amount = immediate(source)
+        if amount is None:
+            return None
+        if "[" not in destination:
+            register = _X86_FAMILY.get(destination)
+            if register is None or destination in ("ah", "bh", "ch", "dh"):
+                return None
+            width = _x86_width(destination)
+        else:
+            width = 8 * _store_width(destination)
+            located = self.memory(destination, following)
+            if located is None or self.exact_place(located[0], located[1]) is None \
+                    or width not in (8, 16, 32, 64):
+                return None
+        low = (1 << width) - 1
+        cleared, raised = _X86_BIT_OPERATIONS[mnemonic](amount, low)
+
+        def change(known: Bits) -> Bits:
+            return ored(anded(known, cleared, width), raised, width)
+
+        if "[" not in destination:
+            before = self.register_bits(register)
+            return lambda: self.set_bits(register, change(before or UNKNOWN))
+        assert located is not None
+        base, offset = located
+        before = self.memory_at(base, offset, width // 8) or UNKNOWN
+        return lambda: self.wrote_memory(base, offset, width // 8, change(before))
+
+    def loads_bits(self, operands: str) -> bool:
+        """Whether a load may give what is known of memory: some is."""
+        return bool(self.memory_bits or self.through) and "[" in operands
+
+    def loaded_bits(self, operands: str, following: int) -> None:
+        """``movzx eax, byte ptr [rdi + 0xb]`` (``mov eax, dword ptr …``): the register
+        holds the bits known of those bytes, the rest zero."""
+        destination, _, source = operands.partition(", ")
+        width = _store_width(source)
+        if destination not in _X86_WIDE or width not in (1, 2, 4, 8):
+            return
+        known = self.bits_through(source, following, width)
+        if known is not None:  # the rest zero-extended
+            self.set_bits(_X86_FAMILY[destination],
+                          (known[0] | (_ADDRESS_MASK ^ ((1 << 8 * width) - 1)), known[1]))
+
+    def bits_through(self, operand: str, following: int, width: int) -> Bits | None:
+        """The bits known of the ``width`` bytes a memory operand names."""
+        family, offset, segment, _rip, index, _scale = _memory_operand(operand)
+        if self.through and family in self.through and index is None and not segment \
+                and offset is not None:
+            return self.memory_at(None, offset, width, through=family)
+        located = self.memory(operand, following) if self.memory_bits else None
+        return self.memory_at(located[0], located[1], width) if located is not None else None
 
     def zeroes(self, operands: str) -> bool:
         """``xor edi, edi``: the register holds 0 (a constant a call may pass)."""
@@ -428,12 +503,39 @@ class X86Walk(FunctionWalk):
         return True
 
     def compare_operands(self, mnemonic: str, operands: str, following: int) -> None:
-        """``cmp edi, 2`` or ``test edi, edi`` (a compare with 0) of a known number."""
+        """``cmp edi, 2`` or ``test edi, edi`` (a compare with 0) of a known number; a
+        test of bits known (``test byte ptr [rdi + 0xb], 0x40``, ``test al, 0x10``)."""
         destination, _, source = operands.partition(", ")
+        amount = immediate(source)
+        if "[" in destination or (mnemonic == "test" and amount is not None):
+            self.compare_bits(mnemonic, destination, amount, following)
+            return
         width = _x86_width(destination)
         # test sets the flags of a compare with 0 only when it tests a register with itself.
         other = immediate(source) if mnemonic == "cmp" else 0 if source == destination else None
         self.compare(following, _X86_FAMILY.get(destination), other, width)
+
+    def compare_bits(self, mnemonic: str, destination: str, amount: int | None,
+                     following: int) -> None:
+        """A test or compare, with a number, of memory or of a register whose bits are
+        known in part."""
+        if amount is None:
+            return
+        if "[" in destination:
+            width = _store_width(destination)
+            known = self.bits_through(destination, following, width) if width else None
+            width *= 8
+        else:
+            width = _x86_width(destination)
+            known = self.register_bits(_X86_FAMILY.get(destination))
+        if known is None:
+            return
+        if mnemonic == "test":
+            self.tested_bits(following, known, amount, width)
+            return
+        number_there = whole(known, width)
+        if number_there is not None:
+            self.flags = (following, number_there, amount, width, False)
 
     def offset(self, mnemonic: str, operands: str) -> bool:
         """``add reg, imm`` / ``sub reg, imm`` (or a register) on a known address.
@@ -702,8 +804,13 @@ class X86Walk(FunctionWalk):
         if not self.state and not self.absolute and "rip" not in operands:
             if operands[-1:] != "]":  # a number the code may pass to a call
                 self.constant_move(operands)
+                if (self.memory_bits or self.through) and "[" in operands \
+                        and _stack_key(operands) is None:
+                    self.wrote_memory(None, 0, 0)  # through a pointer not known
             elif self.numbers:  # a load
                 self.numbers.pop(_X86_FAMILY.get(operands.partition(", ")[0], ""), None)
+            if self.through and operands[-1:] == "]":
+                self.loaded_bits(operands, following)
             return True  # nothing known is read, nothing known is overwritten
         destination, _, source = operands.partition(", ")
         if "[" in destination:
@@ -722,6 +829,8 @@ class X86Walk(FunctionWalk):
                                      self.number_stored(source))
             elif self.stack_known() and (located is None or located[0].address is None):
                 self.forget_stack()  # through a pointer that may be to the stack
+            if self.memory_bits or self.through or located is not None:
+                self.stored_bits(located, destination, source)
             if located is not None:
                 stored = self.state.get(_X86_FAMILY.get(source, ""))
                 key = self.access(located[0], located[1], read=False, write=True,
@@ -738,6 +847,8 @@ class X86Walk(FunctionWalk):
                         self.stored(_X86_FAMILY[source], key)
         elif "[" in source:
             self.load(destination, source, following)
+            if self.memory_bits or self.through:
+                self.loaded_bits(operands, following)
         else:
             family = _X86_FAMILY.get(destination)
             if family == "rsp":
@@ -748,6 +859,18 @@ class X86Walk(FunctionWalk):
             else:
                 self.set(family, value)
         return True
+
+    def stored_bits(self, located: tuple[Value, int] | None, destination: str,
+                    source: str) -> None:
+        """A move into memory: the bits known of what it stores are known there."""
+        width = _store_width(destination)
+        found = immediate(source)
+        known = exactly(found, 8 * width) if found is not None and width \
+            else self.register_bits(_X86_FAMILY.get(source))
+        if located is None:
+            self.wrote_memory(None, 0, width)
+        elif self.memory_bits or known is not None or self.through:
+            self.wrote_memory(located[0], located[1], width, known)
 
     def constant_move(self, operands: str) -> None:
         """``mov edi, 2``: a number in a register; ``mov rbx, rsp``: an address on
@@ -842,6 +965,12 @@ class X86Walk(FunctionWalk):
                     read, write = self.memory_access(mnemonic, address, size, position)
                     self.access(located[0], located[1], read, write,
                                 width=_X86_VECTOR_WIDTHS.get(operand.partition(" ")[0], 0))
+                if (self.memory_bits or self.through) and _stack_key(operand) is None \
+                        and self.memory_access(mnemonic, address, size, position)[1]:
+                    # What it writes is not known: nothing stays known of those bytes.
+                    self.wrote_memory(located[0] if located is not None else None,
+                                      located[1] if located is not None else 0,
+                                      _store_width(operand) or 64)
 
     def generic_registers(self, mnemonic: str, operands: str) -> None:
         """Forget what the instruction's destination register held."""
@@ -906,6 +1035,15 @@ def _memory_access(detailed: Cs, code: bytes) -> tuple[bool, bool]:
 
 _MAX_CASES = 4096  # entries of one jump table read at most
 _X86_STACK_MOVERS = frozenset({"push", "pop", "pushfq", "popfq", "leave", "enter"})
+
+
+def _tests_through_argument(operands: str) -> int:
+    """The bit of the argument register a compare's memory operand is based on
+    (``test byte ptr [rdi + 0xb], 0x40``): what a caller stored there may decide it."""
+    destination = operands.partition(", ")[0]
+    if "[" not in destination:
+        return 0
+    return _X86_ARGUMENT_BITS.get(_memory_operand(destination)[0] or "", 0)
 
 
 def _x86_width(register: str) -> int:
