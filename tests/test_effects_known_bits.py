@@ -2,13 +2,14 @@
 
 Each probe clears, sets or leaves alone bit 2 of byte 10 of ``setting`` (a
 zeroed object of the library's own), then calls ``rename(&setting)``, which
-reads ``journal`` only when that bit is set (``test byte ptr [rdi + 10], 4``;
-``ldrb w1, [x0, #10]; tbnz w1, #2``).  A bit cleared in place (x86-64 ``and``
-on memory), in a register stored back (``and``, aarch64 ``bfi``), or by a
-store of a number is known there: the read is on a path the call never
-takes.  A bit set takes it; a bit not known (another cleared, or anything
-known forgotten: a call, a store through a pointer not known, a join of two
-paths before the call) keeps both.
+reads ``journal`` only when that bit is set (``test byte ptr [rdi + 10], 4``,
+or the byte loaded and its register tested; ``ldrb w1, [x0, #10]; tbnz w1,
+#2``).  A bit cleared in place (x86-64 ``and`` on memory), in a register
+stored back (``and``, aarch64 ``bfi``/``bfc``), or by a store of a number is
+known there: the read is on a path the call never takes.  A bit set takes
+it; a bit not known (another cleared, or anything known forgotten: a call, a
+store through a pointer not known, a join of two paths before the call)
+keeps both.
 """
 
 from __future__ import annotations
@@ -38,9 +39,22 @@ rename:
     mov eax, dword ptr [rip + journal]
     ret
     .size rename, .-rename
+    .type rename_loaded, @function
+rename_loaded:
+    movzx eax, byte ptr [rdi + 10]
+    test al, 4
+    jne 1f
+    ret
+1:
+    mov eax, dword ptr [rip + journal]
+    ret
+    .size rename_loaded, .-rename_loaded
 """,
     "probes": {
         "cleared_in_place": "    and word ptr [rip + setting + 10], 0xfffb\n",
+        # The callee loads the byte, then tests the register (``rename_loaded``).
+        "cleared_in_place_then_loaded": "    and word ptr [rip + setting + 10], 0xfffb\n",
+        "set_then_loaded": "    or byte ptr [rip + setting + 10], 4\n",
         "cleared_in_a_register": "    movzx eax, byte ptr [rip + setting + 10]\n"
                                  "    and eax, 0xfb\n    mov byte ptr [rip + setting + 10], al\n",
         "stored_zero": "    mov byte ptr [rip + setting + 10], 0\n",
@@ -95,11 +109,18 @@ _AARCH64_ENTER = ("    stp x29, x30, [sp, #-16]!\n"
                   "    adrp x9, setting\n    add x9, x9, :lo12:setting\n")
 SOURCES = {"x86_64": X86_64, "aarch64": AARCH64}
 # Whether the probe's call reads journal (the path the bit selects, or both).
-READS_JOURNAL = {"cleared_in_place": False, "cleared_in_a_register": False,
+READS_JOURNAL = {"cleared_in_place": False, "cleared_in_place_then_loaded": False,
+                 "set_then_loaded": True, "cleared_in_a_register": False,
                  "cleared_by_an_insert": False, "cleared_by_a_bit_field_clear": False,
                  "stored_zero": False, "set": True,
                  "another_bit_cleared": True, "cleared_then_a_call": True,
                  "cleared_then_a_store_through_a_pointer": True, "cleared_then_a_join": True}
+
+
+def _call(parts: dict[str, object], probe: str) -> str:
+    call = parts["call"]
+    assert isinstance(call, str)
+    return call.replace("rename", "rename_loaded") if probe.endswith("_loaded") else call
 
 
 def _source(machine: str) -> str:
@@ -111,7 +132,7 @@ def _source(machine: str) -> str:
     .globl {name}
     .type {name}, {parts["type"]}
 {name}:
-{enter}{body}{parts["call"]}    .size {name}, .-{name}
+{enter}{body}{_call(parts, name)}    .size {name}, .-{name}
 """ for name, body in probes.items())
     return (f'{parts["head"]}{functions}{parts["callee"]}    .data\ntable:\n    .quad 0\n'
             + local_objects(setting=16, journal=8))

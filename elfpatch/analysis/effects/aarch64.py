@@ -34,9 +34,8 @@ from elfpatch.analysis.effects.bits import (
     selected,
     whole,
 )
-from elfpatch.analysis.effects.summary import READ, Constants
+from elfpatch.analysis.effects.summary import READ
 from elfpatch.analysis.effects.walk import (
-    Analyzer,
     FlagTest,
     FunctionWalk,
     Value,
@@ -154,14 +153,6 @@ class Arm64Walk(FunctionWalk):
     RESULT = "x0"
     CALLER_SAVED = frozenset([f"x{n}" for n in range(19)] + ["x30"])
     CALL_WRITES = frozenset({"x30"})  # bl/blr put the return address in the link register
-
-    def __init__(self, analyzer: Analyzer, start: int, code: memoryview,
-                 sized: bool, parameters: bool = False, constants: Constants = (),
-                 pruned: frozenset[int] = frozenset()) -> None:
-        super().__init__(analyzer, start, code, sized, parameters, constants, pruned)
-        # Registers loaded through an argument register (``ldrh w8, [x0, #10]``) -> that
-        # argument's bit: a test of one may be decided by what a caller stored there.
-        self.loaded_through: dict[str, int] = {}
 
     @staticmethod
     def control_transfer(mnemonic: str, operands: str) -> tuple[bool, int | None] | None:

@@ -329,6 +329,9 @@ class FunctionWalk:
         self.bits: dict[str, Bits] = {}
         self.memory_bits: dict[int, Bits] = {}
         self.through: dict[str, dict[int, Bits]] = {}
+        # Registers loaded through an argument register (``ldrh w8, [x0, #10]``) -> that
+        # argument's bit: a test of one may be decided by what a caller stored there.
+        self.loaded_through: dict[str, int] = {}
         for entry in constants:
             fact = memory_fact(entry)
             if fact is None:

@@ -405,8 +405,10 @@ class X86Walk(FunctionWalk):
             if self.paths is not None:
                 self.compare_operands(mnemonic, operands, address + size)
             else:
-                self.summary.tests_arguments |= _X86_ARGUMENT_BITS.get(
-                    operands.partition(", ")[0], 0) | _tests_through_argument(operands)
+                tested = operands.partition(", ")[0]
+                self.summary.tests_arguments |= _X86_ARGUMENT_BITS.get(tested, 0) \
+                    | _tests_through_argument(tested) \
+                    | self.loaded_through.get(_X86_FAMILY.get(tested, ""), 0)
         elif mnemonic == "xor" and self.zeroes(operands):
             return True
         elif mnemonic in ("sete", "setne") and operands in _X86_FAMILY:
@@ -429,8 +431,8 @@ class X86Walk(FunctionWalk):
             self.generic_memory(mnemonic, operands, address, size)
         if self.state and not (mnemonic in ("add", "sub") and self.offset(mnemonic, operands)):
             self.generic_registers(mnemonic, operands)
-        if mnemonic in ("movzx", "movsx") and self.loads_bits(operands):
-            self.loaded_bits(operands, address + size)
+        if mnemonic == "movzx":
+            self.loaded_from_memory(operands, address + size)
         if changed is not None:
             changed()
         return True
@@ -469,9 +471,18 @@ class X86Walk(FunctionWalk):
         before = self.memory_at(base, offset, width // 8) or UNKNOWN
         return lambda: self.wrote_memory(base, offset, width // 8, change(before))
 
-    def loads_bits(self, operands: str) -> bool:
-        """Whether a load may give what is known of memory: some is."""
-        return bool(self.memory_bits or self.through) and "[" in operands
+    def loaded_from_memory(self, operands: str, following: int) -> None:
+        """``movzx eax, byte ptr [rdi + 0xb]``: in a plain walk, whether the register
+        came through an argument (a test of it may be decided by what a caller stored
+        there); in one knowing what is stored there, the bits it loaded."""
+        if self.paths is None:
+            destination, _, source = operands.partition(", ")
+            bit = _tests_through_argument(source)
+            family = _X86_FAMILY.get(destination)
+            if bit and family is not None:
+                self.loaded_through[family] = bit
+        if self.memory_bits or self.through:
+            self.loaded_bits(operands, following)
 
     def loaded_bits(self, operands: str, following: int) -> None:
         """``movzx eax, byte ptr [rdi + 0xb]`` (``mov eax, dword ptr …``): the register
@@ -1037,13 +1048,12 @@ _MAX_CASES = 4096  # entries of one jump table read at most
 _X86_STACK_MOVERS = frozenset({"push", "pop", "pushfq", "popfq", "leave", "enter"})
 
 
-def _tests_through_argument(operands: str) -> int:
-    """The bit of the argument register a compare's memory operand is based on
-    (``test byte ptr [rdi + 0xb], 0x40``): what a caller stored there may decide it."""
-    destination = operands.partition(", ")[0]
-    if "[" not in destination:
+def _tests_through_argument(operand: str) -> int:
+    """The bit of the argument register a memory operand is based on (``byte ptr [rdi +
+    0xb]``, tested or loaded to be): what a caller stored there may decide a test."""
+    if "[" not in operand:
         return 0
-    return _X86_ARGUMENT_BITS.get(_memory_operand(destination)[0] or "", 0)
+    return _X86_ARGUMENT_BITS.get(_memory_operand(operand)[0] or "", 0)
 
 
 def _x86_width(register: str) -> int:
