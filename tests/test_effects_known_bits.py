@@ -67,6 +67,9 @@ rename_loaded:
             "    mov rcx, qword ptr [rip + table]\n    mov byte ptr [rcx], 4\n",
         "cleared_then_a_join": "    and word ptr [rip + setting + 10], 0xfffb\n"
                                "    test esi, esi\n    je 1f\n    nop\n1:\n",
+        # rbp is an ordinary register at -O2: it may point anywhere.
+        "cleared_then_a_store_through_the_frame_register":
+            "    and word ptr [rip + setting + 10], 0xfffb\n    mov byte ptr [rbp + 10], 4\n",
     },
 }
 AARCH64 = {
@@ -103,6 +106,8 @@ rename:
             "    strb wzr, [x9, #10]\n"
             "    adrp x6, table\n    ldr x6, [x6, :lo12:table]\n    strb wzr, [x6]\n",
         "cleared_then_a_join": "    strb wzr, [x9, #10]\n    cbz w2, 1f\n    nop\n1:\n",
+        "cleared_then_a_store_through_the_frame_register":
+            "    strb wzr, [x9, #10]\n    mov w3, #4\n    strb w3, [x29, #10]\n",
     },
 }
 _AARCH64_ENTER = ("    stp x29, x30, [sp, #-16]!\n"
@@ -114,7 +119,8 @@ READS_JOURNAL = {"cleared_in_place": False, "cleared_in_place_then_loaded": Fals
                  "cleared_by_an_insert": False, "cleared_by_a_bit_field_clear": False,
                  "stored_zero": False, "set": True,
                  "another_bit_cleared": True, "cleared_then_a_call": True,
-                 "cleared_then_a_store_through_a_pointer": True, "cleared_then_a_join": True}
+                 "cleared_then_a_store_through_a_pointer": True, "cleared_then_a_join": True,
+                 "cleared_then_a_store_through_the_frame_register": True}
 
 
 def _call(parts: dict[str, object], probe: str) -> str:

@@ -654,6 +654,9 @@ class Arm64Walk(FunctionWalk):
         names = operands[: match.start()].rstrip(", ").split(", ")
         registers = [_a64_register(r) for r in names]
         if base is None and match.group(1) in _A64_FRAME_REGISTERS:
+            if (self.memory_bits or self.through) and match.group(1) != "sp" \
+                    and not mnemonic.startswith("ld"):
+                self.wrote_memory(None, 0, 0)  # x29 may be an ordinary register
             self.stack_transfer(mnemonic, match, names, registers)
             return
         read_write = mnemonic.startswith(_A64_READ_WRITE)

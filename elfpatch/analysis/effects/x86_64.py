@@ -816,7 +816,7 @@ class X86Walk(FunctionWalk):
             if operands[-1:] != "]":  # a number the code may pass to a call
                 self.constant_move(operands)
                 if (self.memory_bits or self.through) and "[" in operands \
-                        and _stack_key(operands) is None:
+                        and self.stack_place(operands.partition(", ")[0]) is None:
                     self.wrote_memory(None, 0, 0)  # through a pointer not known
             elif self.numbers:  # a load
                 self.numbers.pop(_X86_FAMILY.get(operands.partition(", ")[0], ""), None)
@@ -833,6 +833,8 @@ class X86Walk(FunctionWalk):
                                      self.number_stored(source))
                 self.store_slot(key, self.state.get(_X86_FAMILY.get(source, ""))
                                 if source in _X86_QWORD else None)
+                if (self.memory_bits or self.through) and self.stack_place(destination) is None:
+                    self.wrote_memory(None, 0, 0)  # rbp, an ordinary register at -O2
                 return True
             located = self.memory(destination, following)
             if located is not None and located[0].stack is not None:
@@ -976,7 +978,7 @@ class X86Walk(FunctionWalk):
                     read, write = self.memory_access(mnemonic, address, size, position)
                     self.access(located[0], located[1], read, write,
                                 width=_X86_VECTOR_WIDTHS.get(operand.partition(" ")[0], 0))
-                if (self.memory_bits or self.through) and _stack_key(operand) is None \
+                if (self.memory_bits or self.through) and self.stack_place(operand) is None \
                         and self.memory_access(mnemonic, address, size, position)[1]:
                     # What it writes is not known: nothing stays known of those bytes.
                     self.wrote_memory(located[0] if located is not None else None,
