@@ -7,9 +7,9 @@ or the byte loaded and its register tested; ``ldrb w1, [x0, #10]; tbnz w1,
 #2``).  A bit cleared in place (x86-64 ``and`` on memory), in a register
 stored back (``and``, aarch64 ``bfi``/``bfc``), or by a store of a number is
 known there: the read is on a path the call never takes.  A bit set takes
-it; a bit not known (another cleared, or anything known forgotten: a call, a
-store through a pointer not known, a join of two paths before the call)
-keeps both.
+it; a bit not known (another cleared, the register computed on after its
+AND, or anything known forgotten: a call, a store through a pointer not
+known, a join of two paths before the call) keeps both.
 """
 
 from __future__ import annotations
@@ -59,6 +59,9 @@ rename_loaded:
                                  "    and eax, 0xfb\n    mov byte ptr [rip + setting + 10], al\n",
         "stored_zero": "    mov byte ptr [rip + setting + 10], 0\n",
         "set": "    or byte ptr [rip + setting + 10], 4\n",
+        "cleared_then_computed": "    movzx eax, byte ptr [rip + setting + 10]\n"
+                                 "    and eax, 0xfb\n    add eax, 4\n"
+                                 "    mov byte ptr [rip + setting + 10], al\n",
         "another_bit_cleared": "    and byte ptr [rip + setting + 10], 0xfe\n",
         "cleared_then_a_call": "    and word ptr [rip + setting + 10], 0xfffb\n"
                                "    call other@PLT\n",
@@ -99,6 +102,8 @@ rename:
                                  "    strh w1, [x9, #10]\n",
         "stored_zero": "    strb wzr, [x9, #10]\n",
         "set": "    ldrb w1, [x9, #10]\n    orr w1, w1, #4\n    strb w1, [x9, #10]\n",
+        "cleared_then_computed": "    ldrb w1, [x9, #10]\n    and w1, w1, #0xfffffffb\n"
+                                 "    add w1, w1, #4\n    strb w1, [x9, #10]\n",
         "another_bit_cleared": "    ldrb w1, [x9, #10]\n    and w1, w1, #0xfe\n"
                                "    strb w1, [x9, #10]\n",
         "cleared_then_a_call": "    strb wzr, [x9, #10]\n    bl other\n",
@@ -115,7 +120,7 @@ _AARCH64_ENTER = ("    stp x29, x30, [sp, #-16]!\n"
 SOURCES = {"x86_64": X86_64, "aarch64": AARCH64}
 # Whether the probe's call reads journal (the path the bit selects, or both).
 READS_JOURNAL = {"cleared_in_place": False, "cleared_in_place_then_loaded": False,
-                 "set_then_loaded": True, "cleared_in_a_register": False,
+                 "set_then_loaded": True, "cleared_then_computed": True, "cleared_in_a_register": False,
                  "cleared_by_an_insert": False, "cleared_by_a_bit_field_clear": False,
                  "stored_zero": False, "set": True,
                  "another_bit_cleared": True, "cleared_then_a_call": True,

@@ -80,6 +80,7 @@ _A64_WIDTHS = {"x": 8, "w": 4, "q": 16, "d": 8, "s": 4, "h": 2, "b": 1}
 _A64_PLAIN_LOADS = frozenset({"ldr", "ldur", "ldrb", "ldurb", "ldrh", "ldurh"})
 # Those whose result's bits are known where their operands' are (``bits``).
 _A64_BIT_OPERATIONS = frozenset({"and", "orr", "bfi", "bfc"})
+_A64_KEEPS_BITS = _A64_BIT_OPERATIONS | _A64_NO_DESTINATION | _A64_CONDITIONAL
 
 
 # A guard's test: a load of the word or byte (``ldr x1, [x2, #0x10]``), then ``tbz w1, #0``
@@ -391,6 +392,8 @@ class Arm64Walk(FunctionWalk):
                 self.move_keeping(operands)
                 return True
             self.numbers.clear()  # only moves, loads and stores keep them
+        if self.bits and mnemonic not in _A64_KEEPS_BITS and not mnemonic.startswith(_A64_TRANSFER):
+            self.bits.clear()  # loads and stores keep them, and what tests or fixes bits
         if mnemonic in _A64_STOPS:
             if mnemonic.startswith("ret"):
                 self.returns()
@@ -566,6 +569,8 @@ class Arm64Walk(FunctionWalk):
         if not self.state:
             if self.numbers:
                 self.numbers.pop(_a64_register(parts[0]) or "", None)
+            if self.bits:
+                self.bits.pop(_a64_register(parts[0]) or "", None)
             return True
         base = self.state.get(_a64_register(parts[1]) or "") if len(parts) > 2 else None
         amount = immediate(parts[2].lstrip("#")) if base is not None else None
@@ -591,7 +596,7 @@ class Arm64Walk(FunctionWalk):
                         immediate(source.lstrip("#")) if source[:1] == "#" else 0)
         elif source == "sp" and destination[:1] == "x" and destination != "x29":
             self.set(_a64_register(destination), Value(stack=0))
-        elif self.state or self.numbers:
+        elif self.state or self.numbers or self.bits:
             value = self.state.get(_a64_register(source) or "")
             number = self.register_number(source)
             if number is not None:

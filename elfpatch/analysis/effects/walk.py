@@ -1276,11 +1276,6 @@ class FunctionWalk:
         else:
             self.bits[register] = known
 
-    def changed_bits(self, register: str | None, change: Callable[[Bits], Bits]) -> None:
-        """An AND or OR of ``register`` with a number: the bits it fixes are known."""
-        before = self.register_bits(register)
-        self.set_bits(register, change(before if before is not None else UNKNOWN))
-
     def exact_place(self, value: Value | None, offset: int) -> int | None:
         """The address ``value + offset`` names exactly in this object's memory (an
         object it defines, reached through its GOT slot, too)."""
@@ -1329,8 +1324,7 @@ class FunctionWalk:
         ``memory_constant`` entries: the bits of the 256 bytes from each pointer on."""
         found: list[tuple[int, int]] = []
         for position, value in enumerate(arguments):
-            start = self.exact_place(value, 0) if value is not None else None
-            if start is None:
+            if self.exact_place(value, 0) is None:
                 continue
             for word in range(MEMORY_WORDS):
                 known = self.memory_at(value, 8 * word, 8)

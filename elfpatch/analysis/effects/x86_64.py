@@ -388,13 +388,15 @@ class X86Walk(FunctionWalk):
     def other(self, address: int, size: int, mnemonic: str, operands: str) -> bool:
         if mnemonic in _X86_HINTS:
             return True
+        changed = self.bit_operation(mnemonic, operands, address + size) \
+            if mnemonic in _X86_BIT_OPERATIONS else None
         if self.numbers:
             self.numbers.clear()  # only moves keep them
+        if self.bits and changed is None and mnemonic not in _X86_COMPARES:
+            self.bits.clear()  # only the operations that fix bits, and compares, keep them
         if mnemonic in _X86_STOPS:
             self.traps()  # a return has a handler of its own
             return False
-        changed = self.bit_operation(mnemonic, operands, address + size) \
-            if mnemonic in _X86_BIT_OPERATIONS else None
         if mnemonic in _X86_COMPARES:
             register, _, other = operands.partition(", ")
             if mnemonic == "cmp" and other == "-1":
@@ -820,6 +822,8 @@ class X86Walk(FunctionWalk):
                     self.wrote_memory(None, 0, 0)  # through a pointer not known
             elif self.numbers:  # a load
                 self.numbers.pop(_X86_FAMILY.get(operands.partition(", ")[0], ""), None)
+            if self.bits:
+                self.bits.pop(_X86_FAMILY.get(operands.partition(", ")[0], ""), None)
             if self.through and operands[-1:] == "]":
                 self.loaded_bits(operands, following)
             return True  # nothing known is read, nothing known is overwritten
