@@ -306,7 +306,11 @@ MODELLED: dict[str, Program] = {
     ),
     # LLVM cl::opt: each option registers itself into a list reached through a
     # function-local static (right in any order); another TU's initializer reads an
-    # option's value, which is built by its own TU's initializer.
+    # option's value, which is built by its own TU's initializer.  As LLVM's
+    # Option, the constructor clears the option's bitfields and names it through
+    # setArgStr, which updates the parser's map of names (built by its own TU's
+    # initializer, after the options') only once the option is fully initialized:
+    # never while it is built.
     "clopt": Program(
         orders=(
             ("stats.cpp", "passes.cpp", "CommandLine.cpp", "main.cpp"),
@@ -320,16 +324,28 @@ MODELLED: dict[str, Program] = {
                 "std::vector<Option*>& RegisteredOptions();\n"
                 "struct Option {\n"
                 "    const char* name; int value;\n"
-                "    Option(const char* n, int v) : name(n), value(v) {"
-                " RegisteredOptions().push_back(this); }\n"
+                "    unsigned hidden : 2; unsigned fully_initialized : 1; unsigned misc : 5;\n"
+                "    Option(const char* n, int v)\n"
+                "        : name(\"\"), value(v), hidden(0), fully_initialized(0), misc(0) {\n"
+                "        setArgStr(n);\n"
+                "        RegisteredOptions().push_back(this);\n"
+                "        fully_initialized = 1;\n"
+                "    }\n"
+                "    void setArgStr(const char* n);\n"
                 "};\n"
                 "}\n"
             ),
             "CommandLine.cpp": (
                 '#include "CommandLine.h"\n'
+                "#include <map>\n#include <string>\n"
                 "std::vector<cl::Option*>& cl::RegisteredOptions() {\n"
                 "    static std::vector<cl::Option*> options;\n"
                 "    return options;\n"
+                "}\n"
+                "static std::map<std::string, cl::Option*> renamed;\n"
+                "void cl::Option::setArgStr(const char* n) {\n"
+                "    if (fully_initialized) renamed[n] = this;\n"
+                "    name = n;\n"
                 "}\n"
             ),
             "passes.cpp": ('#include "CommandLine.h"\ncl::Option Threshold("threshold", 7);\n'),
