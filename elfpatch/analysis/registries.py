@@ -47,6 +47,7 @@ from elfpatch.analysis.effects.summary import (
     ADDRESS,
     ANCHOR,
     BARE,
+    INSERTIONS,
     MEMBER_REACH,
     PASS,
     POINTEE,
@@ -119,15 +120,6 @@ class FunctionRole:
         return bool(self.reads) and not self.updates
 
 
-# What inserts into a node container of libstdc++'s (std::map and std::set,
-# std::unordered_*, std::list): exported functions, named in a stripped copy too.
-_INSERTIONS = frozenset({
-    "_ZSt29_Rb_tree_insert_and_rebalancebPSt18_Rb_tree_node_baseS0_RS_",
-    "_ZNKSt8__detail20_Prime_rehash_policy14_M_need_rehashEmmm",
-    "_ZNSt8__detail15_List_node_base7_M_hookEPS0_",
-})
-
-
 def registered_into(effects: Effects, set_later: Collection[str] = ()) -> frozenset[str]:
     """The globals code writes into outside their first-use construction
     (``Effects.updates``), and, when it inserts into a container, those it only
@@ -140,7 +132,7 @@ def registered_into(effects: Effects, set_later: Collection[str] = ()) -> frozen
     spilled slot on the way): its lock and its call to the container's insertion
     still tell.  A look-up takes the lock too, and inserts nothing."""
     found = set(effects.updates)
-    if effects.locked and _INSERTIONS.intersection(effects.external_calls):
+    if effects.locked and INSERTIONS.intersection(effects.external_calls):
         found.update(effects.locked)
     return frozenset(found.difference(set_later))
 

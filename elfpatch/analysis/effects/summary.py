@@ -85,6 +85,13 @@ Event = tuple[int, Any, Any, int]
 # Constant arguments a call passes: (position, number), by position.  A CALL
 # event's third field holds them when the callee was walked knowing them.
 Constants = tuple[tuple[int, int], ...]
+# What inserts into a node container of libstdc++'s (std::map and std::set,
+# std::unordered_*, std::list): exported functions, named in a stripped copy too.
+INSERTIONS = frozenset({
+    "_ZSt29_Rb_tree_insert_and_rebalancebPSt18_Rb_tree_node_baseS0_RS_",
+    "_ZNKSt8__detail20_Prime_rehash_policy14_M_need_rehashEmmm",
+    "_ZNSt8__detail15_List_node_base7_M_hookEPS0_",
+})
 # A function to follow: its address, or its address and the constants that select
 # its paths (``paths.Paths``).
 FunctionKey = int | tuple[int, Constants]
@@ -617,6 +624,8 @@ class Collector:
         # way taken when it is built already).
         self.guard_touches: dict[str, bool] = {}
         self.expanded: dict[FunctionKey, None] = {}  # in the order they were met
+        self.within: list[FunctionKey] = []  # the functions being expanded, outermost first
+        self._inserts: dict[FunctionKey, bool] = {}  # ``inserts``, once worked out
         self.built_by_registrar: dict[str, None] = {}
         self.order = LookupOrder()
 
@@ -636,7 +645,9 @@ class Collector:
         summary = self.summaries[address]
         mapped = summary.stretch_map
         events = summary.events if mapped is None else mapped.live(summary.events, self.fails)
+        self.within.append(address)
         self.events(events)
+        self.within.pop()
         if summary.registers_objects:
             self.built_by_registrar.update(dict.fromkeys(built_then_registered(events)))
 
@@ -775,13 +786,40 @@ class Collector:
         if self.guarded and self.guard_touches.setdefault(symbol, True):
             self.lazy.setdefault(symbol, None)
         elif lock:
-            self.locked.setdefault(symbol, None)
+            if self.lock_for_an_insertion():
+                self.locked.setdefault(symbol, None)
         else:
             self.updates.setdefault(symbol, None)
             if self.order.keys:
                 self.order.touch(WRITE, symbol)
         self.writes.setdefault(symbol, None)
         self.first.setdefault(symbol, True)
+
+    def lock_for_an_insertion(self) -> bool:
+        """Whether a lock taken here may be a registry's, held around an insertion: the
+        function taking it (the one being expanded; not known once pending passes are
+        settled) inserts into a container, itself or through what it calls.  LLVM's
+        ``ManagedStatic`` takes its creation lock in a function that inserts nothing:
+        each initializer of an option takes it, and those that insert elsewhere were
+        taken to register into it, the others to look it up (MindSpore's ``libakg``:
+        76 false errors)."""
+        return not self.within or self.inserts(self.within[-1])
+
+    def inserts(self, key: FunctionKey) -> bool:
+        """Whether the function at ``key`` or one it calls (followed) inserts into a
+        node container (``INSERTIONS``)."""
+        known = self._inserts.get(key)
+        if known is not None:
+            return known
+        self._inserts[key] = False  # a call back into it adds nothing
+        summary = self.summaries.get(key)
+        if summary is None and type(key) is tuple:
+            summary = self.summaries.get(key[0])
+        found = summary is not None and (
+            not INSERTIONS.isdisjoint(summary.external_calls)
+            or any(self.inserts(callee) for callee in summary.callees))
+        self._inserts[key] = found
+        return found
 
     def built(self, symbol: str) -> None:
         """A store into what ``symbol`` points to, just allocated (``FRESH_STORE``): its
