@@ -73,6 +73,10 @@ rename_loaded:
         # rbp is an ordinary register at -O2: it may point anywhere.
         "cleared_then_a_store_through_the_frame_register":
             "    and word ptr [rip + setting + 10], 0xfffb\n    mov byte ptr [rbp + 10], 4\n",
+        # Into the object, at an index not known (the bit set, as it happens).
+        "cleared_then_an_indexed_store":
+            "    and word ptr [rip + setting + 10], 0xfffb\n    lea rcx, [rip + setting]\n"
+            "    mov byte ptr [rcx + rax], 4\n",
     },
 }
 AARCH64 = {
@@ -113,19 +117,34 @@ rename:
         "cleared_then_a_join": "    strb wzr, [x9, #10]\n    cbz w2, 1f\n    nop\n1:\n",
         "cleared_then_a_store_through_the_frame_register":
             "    strb wzr, [x9, #10]\n    mov w3, #4\n    strb w3, [x29, #10]\n",
+        "cleared_then_an_indexed_store":
+            "    strb wzr, [x9, #10]\n    mov w3, #4\n    strb w3, [x9, x2]\n",
+        "cleared_then_set_with_a_writeback":
+            "    strb wzr, [x9, #10]\n    mov w3, #4\n    strb w3, [x9, #10]!\n",
     },
 }
 _AARCH64_ENTER = ("    stp x29, x30, [sp, #-16]!\n"
                   "    adrp x9, setting\n    add x9, x9, :lo12:setting\n")
 SOURCES = {"x86_64": X86_64, "aarch64": AARCH64}
 # Whether the probe's call reads journal (the path the bit selects, or both).
-READS_JOURNAL = {"cleared_in_place": False, "cleared_in_place_then_loaded": False,
-                 "set_then_loaded": True, "cleared_then_computed": True, "cleared_in_a_register": False,
-                 "cleared_by_an_insert": False, "cleared_by_a_bit_field_clear": False,
-                 "stored_zero": False, "set": True,
-                 "another_bit_cleared": True, "cleared_then_a_call": True,
-                 "cleared_then_a_store_through_a_pointer": True, "cleared_then_a_join": True,
-                 "cleared_then_a_store_through_the_frame_register": True}
+READS_JOURNAL = {
+    "cleared_in_place": False,
+    "cleared_in_place_then_loaded": False,
+    "set_then_loaded": True,
+    "cleared_then_computed": True,
+    "cleared_in_a_register": False,
+    "cleared_by_an_insert": False,
+    "cleared_by_a_bit_field_clear": False,
+    "stored_zero": False,
+    "set": True,
+    "another_bit_cleared": True,
+    "cleared_then_a_call": True,
+    "cleared_then_a_store_through_a_pointer": True,
+    "cleared_then_a_join": True,
+    "cleared_then_a_store_through_the_frame_register": True,
+    "cleared_then_an_indexed_store": True,
+    "cleared_then_set_with_a_writeback": True,
+}
 
 
 def _call(parts: dict[str, object], probe: str) -> str:

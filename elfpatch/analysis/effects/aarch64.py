@@ -678,11 +678,14 @@ class Arm64Walk(FunctionWalk):
         if not loads and (self.stack_known() or place is not None):
             # Through a pointer that may be to the stack (``place`` None): anywhere.
             self.stored_registers(mnemonic, names, place)
-        # Worked out before the load overwrites its base (``ldrh w0, [x0, #10]``).
-        loaded = self.transfer_bits(mnemonic, names, base, match.group(1), offset, loads,
-                                    read_write) \
-            if (self.memory_bits or self.through or (base is not None and not loads)) \
-            and offset is not None and not (match.group(3) or match.group(4)) else None
+        loaded = None
+        if self.memory_bits or self.through or (base is not None and not loads):
+            if offset is not None and not (match.group(3) or match.group(4)):
+                # Worked out before the load overwrites its base (``ldrh w0, [x0, #10]``).
+                loaded = self.transfer_bits(mnemonic, names, base, match.group(1), offset,
+                                            loads, read_write)
+            elif not loads or read_write:
+                self.wrote_memory(None, 0, 0)  # an index, a writeback: not known exactly
         if base is not None:
             self.located(mnemonic, operands, base, offset, registers, loads, read_write)
         elif loads:

@@ -455,7 +455,7 @@ class X86Walk(FunctionWalk):
             width = _x86_width(destination)
         else:
             width = 8 * _store_width(destination)
-            located = self.memory(destination, following)
+            located = self.memory(destination, following) if _exact_form(destination) else None
             if located is None or self.exact_place(located[0], located[1]) is None \
                     or width not in (8, 16, 32, 64):
                 return None
@@ -504,7 +504,8 @@ class X86Walk(FunctionWalk):
         if self.through and family in self.through and index is None and not segment \
                 and offset is not None:
             return self.memory_at(None, offset, width, through=family)
-        located = self.memory(operand, following) if self.memory_bits else None
+        located = self.memory(operand, following) \
+            if self.memory_bits and _exact_form(operand) else None
         return self.memory_at(located[0], located[1], width) if located is not None else None
 
     def zeroes(self, operands: str) -> bool:
@@ -884,7 +885,7 @@ class X86Walk(FunctionWalk):
         found = immediate(source)
         known = exactly(found, 8 * width) if found is not None and width \
             else self.register_bits(_X86_FAMILY.get(source))
-        if located is None:
+        if located is None or not _exact_form(destination):
             self.wrote_memory(None, 0, width)
         elif self.memory_bits or known is not None or self.through:
             self.wrote_memory(located[0], located[1], width, known)
@@ -985,8 +986,9 @@ class X86Walk(FunctionWalk):
                 if (self.memory_bits or self.through) and self.stack_place(operand) is None \
                         and self.memory_access(mnemonic, address, size, position)[1]:
                     # What it writes is not known: nothing stays known of those bytes.
-                    self.wrote_memory(located[0] if located is not None else None,
-                                      located[1] if located is not None else 0,
+                    exact = located is not None and _exact_form(operand)
+                    self.wrote_memory(located[0] if exact and located else None,
+                                      located[1] if exact and located else 0,
                                       _store_width(operand) or 64)
 
     def generic_registers(self, mnemonic: str, operands: str) -> None:
@@ -1052,6 +1054,13 @@ def _memory_access(detailed: Cs, code: bytes) -> tuple[bool, bool]:
 
 _MAX_CASES = 4096  # entries of one jump table read at most
 _X86_STACK_MOVERS = frozenset({"push", "pop", "pushfq", "popfq", "leave", "enter"})
+
+
+def _exact_form(operand: str) -> bool:
+    """Whether a memory operand names one place, its base and displacement (no index
+    register, whose number the walk may not know: ``X86Walk.indexed`` keeps the base
+    then)."""
+    return _memory_operand(operand)[4] is None
 
 
 def _tests_through_argument(operand: str) -> int:
