@@ -427,7 +427,7 @@ class Arm64Walk(FunctionWalk):
                                  amount, 32 if register[:1] == "w" else 64)
         elif mnemonic == "tst":  # tst w0, #0xff: a bool's test
             register, _, mask = operands.partition(", ")
-            self.tests(register)
+            self.tests_loaded(register)
             value = self.state.get(_a64_register(register) or "")
             bits = immediate(mask.lstrip("#"))
             if value is not None and value.constant is not None and bits is not None \
@@ -497,9 +497,15 @@ class Arm64Walk(FunctionWalk):
         loaded through an argument's."""
         if register[:1] in "xw" and register[1:] in _A64_ARGUMENT_NUMBERS:
             self.summary.tests_arguments |= 1 << int(register[1:])
-        if self.loaded_through:
-            self.summary.tests_arguments |= self.loaded_through.get(
-                _a64_register(register) or "", 0)
+        self.tests_loaded(register)
+
+    def tests_loaded(self, register: str) -> None:
+        """The function tests ``register``: bytes loaded through an argument's, if it
+        holds them (``FunctionSummary.tests_through``)."""
+        through = self.loaded_through.get(_a64_register(register) or "") \
+            if self.loaded_through else None
+        if through is not None:
+            self.summary.tests_through.add(through)
 
     def condition_of(self, mnemonic: str, operands: str) -> str | None:
         """``b.eq`` -> ``eq`` (in any walk: a branch never taken is known in each,
@@ -668,18 +674,21 @@ class Arm64Walk(FunctionWalk):
         loads = mnemonic.startswith("ld") or read_write
         offset = _offset((match.group(2) or "0").lstrip("#"))
         if loads and self.paths is None and match.group(1)[:1] == "x" \
-                and match.group(1)[1:] in _A64_ARGUMENT_NUMBERS:
-            bit = 1 << int(match.group(1)[1:])
-            for register in registers:
+                and match.group(1)[1:] in _A64_ARGUMENT_NUMBERS and offset is not None:
+            for position, (name, register) in enumerate(zip(names, registers, strict=True)):
+                width = _transfer_width(mnemonic, name)
                 if register is not None:
-                    self.loaded_through[register] = bit
+                    self.loaded_through[register] = (int(match.group(1)[1:]),
+                                                     offset + position * width, width)
         place = base.stack + offset if base is not None and base.stack is not None \
             and offset is not None else None
         if not loads and (self.stack_known() or place is not None):
             # Through a pointer that may be to the stack (``place`` None): anywhere.
             self.stored_registers(mnemonic, names, place)
         loaded = None
-        if self.memory_bits or self.through or (base is not None and not loads):
+        # A load gives bits only in a walk a caller passed them to (as on x86-64).
+        if (self.through and base is None) if loads and not read_write \
+                else (self.memory_bits or self.through or base is not None):
             if offset is not None and not (match.group(3) or match.group(4)):
                 # Worked out before the load overwrites its base (``ldrh w0, [x0, #10]``).
                 loaded = self.transfer_bits(mnemonic, names, base, match.group(1), offset,

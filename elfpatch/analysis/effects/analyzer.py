@@ -46,12 +46,13 @@ from elfpatch.analysis.effects.summary import (
     GuardsHeld,
     Part,
     StopReason,
-    argument_position,
     bare_keys_of,
+    decisive,
     effects_keys,
     function_key,
     handed_to_unknown_code,
     incomplete,
+    may_decide,
     read_seen,
     rekeyed,
     unfollowed_use,
@@ -719,18 +720,30 @@ class EffectsAnalyzer:
         they decide nothing (or it is too big, or has no known size)."""
         key = (function, constants)
         if key not in self._specialised:
-            found = self.index.function_at(function)
-            summary = self._analyse(function, constants=constants) \
-                if found and 0 < found[1] <= MAX_SPECIALISED_BYTES \
-                and self.summary(function).tests_arguments & _positions(constants) else None
-            # It selects paths when it decides a branch, or hands a constant on to a
-            # callee (``f(k)`` calling ``g(k)``), which the plain walk does not know.
-            selects = summary is not None and (
-                summary.decided or summary.undecided
-                or (any(type(callee) is tuple for callee in summary.callees)
-                    and summary.callees.keys() != self.summary(function).callees.keys()))
-            self._specialised[key] = summary if selects else None
+            self._specialised[key] = self._walk_knowing(function, constants)
         return key if self._specialised[key] is not None else function
+
+    def _walk_knowing(self, function: int, constants: Constants) -> FunctionSummary | None:
+        """The walk of ``specialised``, when it selects paths of its own.  Constants
+        that can decide nothing there are left out first (``decisive``): calls that
+        differ only in those share one walk."""
+        found = self.index.function_at(function)
+        if not found or not 0 < found[1] <= MAX_SPECIALISED_BYTES:
+            return None
+        plain = self.summary(function)
+        kept = decisive(plain, constants)
+        if kept != constants:
+            chosen = self.specialised(function, kept) if kept else function
+            return self._specialised.get(chosen) if type(chosen) is tuple else None
+        if not may_decide(plain, constants):
+            return None
+        summary = self._analyse(function, constants=constants)
+        # It selects paths when it decides a branch, or hands a constant on to a
+        # callee (``f(k)`` calling ``g(k)``), which the plain walk does not know.
+        selects = summary.decided or summary.undecided \
+            or (any(type(callee) is tuple for callee in summary.callees)
+                and summary.callees.keys() != plain.callees.keys())
+        return summary if selects else None
 
     def _analyse(self, address: int, parameters: bool = False,
                  constants: Constants = ()) -> FunctionSummary:
@@ -899,14 +912,6 @@ def _registers_unguarded(events: list[Event]) -> bool:
         elif kind == ATEXIT and not guards:
             return True
     return False
-
-
-def _positions(constants: Constants) -> int:
-    """Bits of the argument positions ``constants`` holds numbers for."""
-    bits = 0
-    for entry in constants:
-        bits |= 1 << argument_position(entry)
-    return bits
 
 
 def _decode_errors() -> tuple[type[Exception], ...]:

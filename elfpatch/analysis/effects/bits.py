@@ -62,24 +62,6 @@ def whole(bits: Bits, width: int) -> int | None:
     return selected(bits, (1 << width) - 1)
 
 
-def byte_bits(bits: Bits, count: int) -> list[Bits]:
-    """The known bits of each of the ``count`` low bytes of a number, lowest first
-    (the order a little-endian store lays them out)."""
-    mask, value = bits
-    return [((mask >> shift) & 0xFF, (value >> shift) & 0xFF)
-            for shift in range(0, 8 * count, 8)]
-
-
-def from_bytes(parts: list[Bits]) -> Bits:
-    """The number the bytes ``parts`` make, lowest first."""
-    mask = value = 0
-    for number, (part_mask, part_value) in enumerate(parts):
-        shift = 8 * number
-        mask |= part_mask << shift
-        value |= part_value << shift
-    return mask, value
-
-
 def _within(bits: Bits, width: int) -> Bits:
     low = (1 << width) - 1
     return bits[0] & low, bits[1] & low

@@ -118,11 +118,24 @@ def memory_fact(entry: tuple[int, int]) -> tuple[int, int, tuple[int, int]] | No
     return parameter, 8 * word, (number >> 64, number & ((1 << 64) - 1))
 
 
-def argument_position(entry: tuple[int, int]) -> int:
-    """The argument an entry of constants is about: its register's, or the one
-    pointing to the memory it describes."""
-    position = entry[0]
-    return position if position < MEMORY else (position - MEMORY) // MEMORY_WORDS
+def may_decide(summary: FunctionSummary, constants: Constants) -> bool:
+    """Whether ``constants`` may decide one of the function's tests (``summary``: its
+    walk knowing none): a number passed in a register it compares, or bits passed of
+    bytes it tests through a pointer (``decisive``)."""
+    return any(memory_fact(entry) is not None or summary.tests_arguments >> entry[0] & 1
+               for entry in decisive(summary, constants))
+
+
+def decisive(summary: FunctionSummary, constants: Constants) -> Constants:
+    """Those of ``constants`` that may decide anything in the function: every number
+    passed in a register (it may hand it on to a callee that tests it), and the bits
+    passed of the words holding bytes it tests through a pointer (those are never
+    handed on).  Calls that differ only in the bits of bytes it never tests (each of
+    LLVM's options stores its own value before naming itself) share one walk."""
+    return tuple(entry for entry in constants
+                 if (fact := memory_fact(entry)) is None
+                 or any(tested == fact[0] and at < fact[1] + 8 and fact[1] < at + width
+                        for tested, at, width in summary.tests_through))
 
 
 def function_key(address: int, constants: Constants | None) -> FunctionKey:
@@ -334,6 +347,9 @@ class FunctionSummary:
     # indexes a jump table): a constant passed there may select its paths (worth a
     # walk knowing it, ``EffectsAnalyzer.specialised``).
     tests_arguments: int = 0
+    # The bytes it tests through a pointer parameter, (parameter, offset, width): what a
+    # caller stored there may select its paths (``memory_constant``).
+    tests_through: set[tuple[int, int, int]] = field(default_factory=set)
     # Bits of the parameters its own code handles (a parameter sweep): copied to another
     # register or a stack slot, or called; reads and writes through them, and hands to
     # named functions, are its events.  What ``parameter_use`` takes it to receive.

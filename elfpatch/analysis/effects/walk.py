@@ -28,11 +28,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol
 
 from elfpatch.analysis.effects.addresses import AddressIndex, GotEntry, printable_text
 from elfpatch.analysis.effects.bits import (
-    UNKNOWN,
     Bits,
-    byte_bits,
     exactly,
-    from_bytes,
     selected,
 )
 from elfpatch.analysis.effects.dying import (
@@ -322,26 +319,26 @@ class FunctionWalk:
         # (``paths.Paths``); any other walk keeps every path.
         self.paths = Paths(pruned) if constants else None
         # Numbers known in part (``bits``): in registers the code masked or set bits of;
-        # in global memory its own stores wrote (byte's address -> its bits), until a
-        # call, a join or a store that may land anywhere; and, in a walk a caller passed
-        # them to, in what an argument register points to (register -> byte offset ->
-        # bits), until the register is written, a call, a join or a store.
+        # in global memory its own stores wrote (byte's address -> its bits, packed:
+        # ``mask << 8 | value``), until a call, a join or a store that may land
+        # anywhere; and, in a walk a caller passed them to, in what an argument
+        # register points to (register -> byte offset -> packed bits), until the
+        # register is written, a call, a join or a store.
         self.bits: dict[str, Bits] = {}
-        self.memory_bits: dict[int, Bits] = {}
-        self.through: dict[str, dict[int, Bits]] = {}
-        # Registers loaded through an argument register (``ldrh w8, [x0, #10]``) -> that
-        # argument's bit: a test of one may be decided by what a caller stored there.
-        self.loaded_through: dict[str, int] = {}
+        self.memory_bits: dict[int, int] = {}
+        self.through: dict[str, dict[int, int]] = {}
+        # Registers loaded through an argument register (``ldrh w8, [x0, #10]``) -> the
+        # bytes loaded, (parameter, offset, width): a test of one may be decided by
+        # what a caller stored there (``FunctionSummary.tests_through``).
+        self.loaded_through: dict[str, tuple[int, int, int]] = {}
         for entry in constants:
             fact = memory_fact(entry)
             if fact is None:
                 self.state[self.ARGUMENTS[entry[0]]] = constant_value(entry[1])
             else:
                 parameter, offset, known = fact
-                place = self.through.setdefault(self.ARGUMENTS[parameter], {})
-                for at, part in enumerate(byte_bits(known, 8), offset):
-                    if part[0]:
-                        place[at] = part
+                _store_bits(self.through.setdefault(self.ARGUMENTS[parameter], {}),
+                            offset, 8, known)
         self.flags: Flags | None = None
         self.instructions: list[tuple[int, int, str, str]] = []  # a sized function's
         self.position = 0  # the index of the instruction being read
@@ -1296,40 +1293,35 @@ class FunctionWalk:
             if self.memory_bits and (value is None or value.stack is None):
                 self.memory_bits.clear()
             return
-        memory = self.memory_bits
-        parts = byte_bits(known, width) if known is not None else [UNKNOWN] * width
-        for place, part in enumerate(parts, at):
-            if part[0]:
-                memory[place] = part
-            else:
-                memory.pop(place, None)
+        if known is not None:
+            _store_bits(self.memory_bits, at, width, known)
+        elif self.memory_bits:
+            for place in range(at, at + width):
+                self.memory_bits.pop(place, None)
 
     def memory_at(self, value: Value | None, offset: int, width: int,
                   through: str | None = None) -> Bits | None:
         """The bits known of the ``width`` bytes at ``value + offset``: stored there by
         this code, or, through the argument register ``through``, by the caller."""
         if through is not None and through in self.through:
-            known = self.through[through]
-            parts = [known.get(at, UNKNOWN) for at in range(offset, offset + width)]
-        else:
-            at = self.exact_place(value, offset)
-            if at is None or not self.memory_bits:
-                return None
-            parts = [self.memory_bits.get(place, UNKNOWN) for place in range(at, at + width)]
-        found = from_bytes(parts)
-        return found if found[0] else None
+            return _loaded_bits(self.through[through], offset, width)
+        at = self.exact_place(value, offset)
+        if at is None or not self.memory_bits:
+            return None
+        return _loaded_bits(self.memory_bits, at, width)
 
     def memory_constants(self, arguments: list[Value | None]) -> Constants:
         """What the code stored in the objects its pointer arguments point to, as
         ``memory_constant`` entries: the bits of the 256 bytes from each pointer on."""
         found: list[tuple[int, int]] = []
         for position, value in enumerate(arguments):
-            if self.exact_place(value, 0) is None:
+            start = self.exact_place(value, 0)
+            if start is None:
                 continue
-            for word in range(MEMORY_WORDS):
-                known = self.memory_at(value, 8 * word, 8)
-                if known is not None:
-                    found.append(memory_constant(position, word, known))
+            words = sorted({(at - start) >> 3 for at in self.memory_bits
+                            if 0 <= at - start < 8 * MEMORY_WORDS})
+            found += [memory_constant(position, word, known) for word in words
+                      if (known := _loaded_bits(self.memory_bits, start + 8 * word, 8))]
         return tuple(found)
 
     def tested_bits(self, following: int, known: Bits | None, amount: int,
@@ -1498,7 +1490,7 @@ class FunctionWalk:
         constants = tuple((position, value.constant) for position, value in enumerate(arguments)
                           if value is not None and value.constant is not None) \
             if passed else ()
-        if passed and self.memory_bits:
+        if passed and self.memory_bits and resolved is not None and resolved.follow is not None:
             constants += self.memory_constants(arguments)
         if resolved is not None and resolved.follow is not None:
             if self.index.unlikely(resolved.follow):
@@ -1923,6 +1915,32 @@ _TAIL_CHUNK = 8  # instructions decoded at a time there: most tails end within t
 
 # The conditions of a branch taken when the two compared are equal (x86, aarch64).
 _EQUAL = frozenset({"e", "z", "eq"})
+
+
+def _store_bits(memory: dict[int, int], at: int, width: int, known: Bits) -> None:
+    """The ``width`` bytes from ``at`` hold the bits ``known``: each byte's kept packed,
+    ``mask << 8 | value`` (a byte none of whose bits are known is forgotten)."""
+    mask, number = known
+    for place in range(at, at + width):
+        part = mask & 0xFF
+        if part:
+            memory[place] = part << 8 | (number & part)
+        elif memory:
+            memory.pop(place, None)
+        mask >>= 8
+        number >>= 8
+
+
+def _loaded_bits(memory: dict[int, int], at: int, width: int) -> Bits | None:
+    """The bits known of the ``width`` bytes from ``at`` (``_store_bits``), lowest
+    first; None when none is."""
+    mask = number = 0
+    for byte in range(width):
+        packed = memory.get(at + byte)
+        if packed:
+            mask |= (packed >> 8) << 8 * byte
+            number |= (packed & 0xFF) << 8 * byte
+    return (mask, number) if mask else None
 
 
 def guard_key(value: Value) -> GuardKey:

@@ -114,6 +114,7 @@ _X86_ARGUMENT_BITS = {name: 1 << ("rdi", "rsi", "rdx", "rcx", "r8", "r9").index(
                       for name, family in _X86_FAMILY.items()
                       if family in ("rdi", "rsi", "rdx", "rcx", "r8", "r9")}
 _CS_AC_READ, _CS_AC_WRITE = 1, 2
+_X86_ARGUMENTS = ("rdi", "rsi", "rdx", "rcx", "r8", "r9")
 # AND and OR with a number, and a bit set or cleared: the bits they fix are known
 # (``bits``).  Each as an AND with a mask and an OR with a number.
 _X86_BIT_OPERATIONS: dict[str, Callable[[int, int], tuple[int, int]]] = {
@@ -408,9 +409,11 @@ class X86Walk(FunctionWalk):
                 self.compare_operands(mnemonic, operands, address + size)
             else:
                 tested = operands.partition(", ")[0]
-                self.summary.tests_arguments |= _X86_ARGUMENT_BITS.get(tested, 0) \
-                    | _tests_through_argument(tested) \
-                    | self.loaded_through.get(_X86_FAMILY.get(tested, ""), 0)
+                self.summary.tests_arguments |= _X86_ARGUMENT_BITS.get(tested, 0)
+                through = _through_argument(tested) if "[" in tested \
+                    else self.loaded_through.get(_X86_FAMILY.get(tested, ""))
+                if through is not None:
+                    self.summary.tests_through.add(through)
         elif mnemonic == "xor" and self.zeroes(operands):
             return True
         elif mnemonic in ("sete", "setne") and operands in _X86_FAMILY:
@@ -428,8 +431,8 @@ class X86Walk(FunctionWalk):
             self.stack_effects(mnemonic, operands)
         if self.stack_known() or "rsp" in operands or mnemonic in _X86_STACK_MOVERS:
             self.stack_bytes_written(mnemonic, operands)
-        if "[" in operands and (self.state or "rip" in operands or self.absolute
-                                or self.memory_bits or self.through):
+        if "[" in operands and (self.state or "rip" in operands or self.absolute or (
+                (self.memory_bits or self.through) and "[" in operands.partition(", ")[0])):
             self.generic_memory(mnemonic, operands, address, size)
         if self.state and not (mnemonic in ("add", "sub") and self.offset(mnemonic, operands)):
             self.generic_registers(mnemonic, operands)
@@ -479,16 +482,18 @@ class X86Walk(FunctionWalk):
         there); in one knowing what is stored there, the bits it loaded."""
         if self.paths is None:
             destination, _, source = operands.partition(", ")
-            bit = _tests_through_argument(source)
+            through = _through_argument(source)
             family = _X86_FAMILY.get(destination)
-            if bit and family is not None:
-                self.loaded_through[family] = bit
-        if self.memory_bits or self.through:
+            if through is not None and family is not None:
+                self.loaded_through[family] = through
+        if self.through:
             self.loaded_bits(operands, following)
 
     def loaded_bits(self, operands: str, following: int) -> None:
-        """``movzx eax, byte ptr [rdi + 0xb]`` (``mov eax, dword ptr …``): the register
-        holds the bits known of those bytes, the rest zero."""
+        """``movzx eax, byte ptr [rdi + 0xb]`` (``mov eax, dword ptr …``), in a walk a
+        caller passed bits to: the register holds the bits known of those bytes, the
+        rest zero.  (What the walk's own stores left known is not loaded back: a
+        constructor seldom reads what it just wrote, and every load would pay.)"""
         destination, _, source = operands.partition(", ")
         width = _store_width(source)
         if destination not in _X86_WIDE or width not in (1, 2, 4, 8):
@@ -865,7 +870,7 @@ class X86Walk(FunctionWalk):
                         self.stored(_X86_FAMILY[source], key)
         elif "[" in source:
             self.load(destination, source, following)
-            if self.memory_bits or self.through:
+            if self.through:
                 self.loaded_bits(operands, following)
         else:
             family = _X86_FAMILY.get(destination)
@@ -881,13 +886,18 @@ class X86Walk(FunctionWalk):
     def stored_bits(self, located: tuple[Value, int] | None, destination: str,
                     source: str) -> None:
         """A move into memory: the bits known of what it stores are known there."""
+        family = _X86_FAMILY.get(source)
         width = _store_width(destination)
-        found = immediate(source)
-        known = exactly(found, 8 * width) if found is not None and width \
-            else self.register_bits(_X86_FAMILY.get(source))
+        if family is not None:
+            known = self.register_bits(family)
+        else:
+            found = immediate(source)
+            known = exactly(found, 8 * width) if found is not None and width else None
+        if known is None and not (self.memory_bits or self.through):
+            return  # nothing known to keep or to forget
         if located is None or not _exact_form(destination):
             self.wrote_memory(None, 0, width)
-        elif self.memory_bits or known is not None or self.through:
+        else:
             self.wrote_memory(located[0], located[1], width, known)
 
     def constant_move(self, operands: str) -> None:
@@ -1060,15 +1070,21 @@ def _exact_form(operand: str) -> bool:
     """Whether a memory operand names one place, its base and displacement (no index
     register, whose number the walk may not know: ``X86Walk.indexed`` keeps the base
     then)."""
-    return _memory_operand(operand)[4] is None
+    # rip takes no index; and its operands, each displacement apart, are the most.
+    return "[rip + " in operand or _memory_operand(operand)[4] is None
 
 
-def _tests_through_argument(operand: str) -> int:
-    """The bit of the argument register a memory operand is based on (``byte ptr [rdi +
-    0xb]``, tested or loaded to be): what a caller stored there may decide a test."""
-    if "[" not in operand:
-        return 0
-    return _X86_ARGUMENT_BITS.get(_memory_operand(operand)[0] or "", 0)
+def _through_argument(operand: str) -> tuple[int, int, int] | None:
+    """(parameter, offset, width) of the bytes a memory operand names through an
+    argument register (``byte ptr [rdi + 0xb]``, tested or loaded to be): what a
+    caller stored there may decide a test."""
+    inner = operand[operand.find("[") + 1 :]
+    if inner[: inner.find(" ")] not in _X86_ARGUMENTS and inner[:-1] not in _X86_ARGUMENTS:
+        return None  # most are not (rip, rsp, a register that is no argument's)
+    family, offset, segment, _rip, index, _scale = _memory_operand(operand)
+    if family not in _X86_ARGUMENTS or offset is None or segment or index is not None:
+        return None
+    return _X86_ARGUMENTS.index(family), offset, _store_width(operand) or 8
 
 
 def _x86_width(register: str) -> int:
