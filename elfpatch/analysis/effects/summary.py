@@ -825,17 +825,26 @@ class Collector:
         """Whether the function at ``key`` or one it calls (followed) inserts into a
         node container (``INSERTIONS``)."""
         known = self._inserts.get(key)
-        if known is not None:
-            return known
-        self._inserts[key] = False  # a call back into it adds nothing
-        summary = self.summaries.get(key)
-        if summary is None and type(key) is tuple:
-            summary = self.summaries.get(key[0])
-        found = summary is not None and (
-            not INSERTIONS.isdisjoint(summary.external_calls)
-            or any(self.inserts(callee) for callee in summary.callees))
-        self._inserts[key] = found
-        return found
+        if known is None:
+            known = self._inserts[key] = self._reaches_an_insertion(key)
+        return known
+
+    def _reaches_an_insertion(self, key: FunctionKey) -> bool:
+        seen, ahead = {key}, [key]
+        while ahead:
+            at = ahead.pop()
+            summary = self.summaries.get(at)
+            if summary is None and type(at) is tuple:
+                summary = self.summaries.get(at[0])
+            if summary is None:
+                continue
+            if not INSERTIONS.isdisjoint(summary.external_calls):
+                return True
+            for callee in summary.callees:
+                if callee not in seen:
+                    seen.add(callee)
+                    ahead.append(callee)
+        return False
 
     def built(self, symbol: str) -> None:
         """A store into what ``symbol`` points to, just allocated (``FRESH_STORE``): its
