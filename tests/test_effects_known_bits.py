@@ -49,12 +49,24 @@ rename_loaded:
     mov eax, dword ptr [rip + journal]
     ret
     .size rename_loaded, .-rename_loaded
+    .type rename_word, @function
+rename_word:
+    mov eax, dword ptr [rdi + 8]
+    test eax, 0x40000
+    jne 1f
+    ret
+1:
+    mov eax, dword ptr [rip + journal]
+    ret
+    .size rename_word, .-rename_word
 """,
     "probes": {
         "cleared_in_place": "    and word ptr [rip + setting + 10], 0xfffb\n",
         # The callee loads the byte, then tests the register (``rename_loaded``).
         "cleared_in_place_then_loaded": "    and word ptr [rip + setting + 10], 0xfffb\n",
         "set_then_loaded": "    or byte ptr [rip + setting + 10], 4\n",
+        # The callee loads the word around it, then tests the register (``rename_word``).
+        "cleared_in_place_then_word": "    and word ptr [rip + setting + 10], 0xfffb\n",
         "cleared_in_a_register": "    movzx eax, byte ptr [rip + setting + 10]\n"
                                  "    and eax, 0xfb\n    mov byte ptr [rip + setting + 10], al\n",
         "stored_zero": "    mov byte ptr [rip + setting + 10], 0\n",
@@ -131,6 +143,7 @@ READS_JOURNAL = {
     "cleared_in_place": False,
     "cleared_in_place_then_loaded": False,
     "set_then_loaded": True,
+    "cleared_in_place_then_word": False,
     "cleared_then_computed": True,
     "cleared_in_a_register": False,
     "cleared_by_an_insert": False,
@@ -150,7 +163,10 @@ READS_JOURNAL = {
 def _call(parts: dict[str, object], probe: str) -> str:
     call = parts["call"]
     assert isinstance(call, str)
-    return call.replace("rename", "rename_loaded") if probe.endswith("_loaded") else call
+    for ending, callee in (("_loaded", "rename_loaded"), ("_word", "rename_word")):
+        if probe.endswith(ending):
+            return call.replace("rename", callee)
+    return call
 
 
 def _source(machine: str) -> str:

@@ -477,7 +477,8 @@ class X86Walk(FunctionWalk):
         return lambda: self.wrote_memory(base, offset, width // 8, change(before))
 
     def loaded_from_memory(self, operands: str, following: int) -> None:
-        """``movzx eax, byte ptr [rdi + 0xb]``: in a plain walk, whether the register
+        """``movzx eax, byte ptr [rdi + 0xb]``, ``mov eax, dword ptr [rdi + 8]``: in a
+        plain walk, whether the register
         came through an argument (a test of it may be decided by what a caller stored
         there); in one knowing what is stored there, the bits it loaded."""
         if self.paths is None:
@@ -830,8 +831,8 @@ class X86Walk(FunctionWalk):
                 self.numbers.pop(_X86_FAMILY.get(operands.partition(", ")[0], ""), None)
             if self.bits:
                 self.bits.pop(_X86_FAMILY.get(operands.partition(", ")[0], ""), None)
-            if self.through and operands[-1:] == "]":
-                self.loaded_bits(operands, following)
+            if operands[-1:] == "]":
+                self.loaded_from_memory(operands, following)
             return True  # nothing known is read, nothing known is overwritten
         destination, _, source = operands.partition(", ")
         if "[" in destination:
@@ -870,8 +871,7 @@ class X86Walk(FunctionWalk):
                         self.stored(_X86_FAMILY[source], key)
         elif "[" in source:
             self.load(destination, source, following)
-            if self.through:
-                self.loaded_bits(operands, following)
+            self.loaded_from_memory(operands, following)
         else:
             family = _X86_FAMILY.get(destination)
             if family == "rsp":
