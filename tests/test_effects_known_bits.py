@@ -25,41 +25,31 @@ from elfpatch.analysis.effects import EffectsAnalyzer
 from elfpatch.analysis.effects.bits import anded, exactly, inserted, ored, selected
 from elfpatch.elf.file import ElfFile
 
+
+def _x86_callee(name: str, test: str) -> str:
+    return f"""
+    .type {name}, @function
+{name}:
+    {test}
+    jne 1f
+    ret
+1:
+    mov eax, dword ptr [rip + journal]
+    ret
+    .size {name}, .-{name}
+"""
+
+
 X86_64 = {
     "head": "    .intel_syntax noprefix\n    .text\n",
     "type": "@function",
     "call": "    lea rdi, [rip + setting]\n    call rename\n    ret\n",
-    "callee": """
-    .type rename, @function
-rename:
-    test byte ptr [rdi + 10], 4
-    jne 1f
-    ret
-1:
-    mov eax, dword ptr [rip + journal]
-    ret
-    .size rename, .-rename
-    .type rename_loaded, @function
-rename_loaded:
-    movzx eax, byte ptr [rdi + 10]
-    test al, 4
-    jne 1f
-    ret
-1:
-    mov eax, dword ptr [rip + journal]
-    ret
-    .size rename_loaded, .-rename_loaded
-    .type rename_word, @function
-rename_word:
-    mov eax, dword ptr [rdi + 8]
-    test eax, 0x40000
-    jne 1f
-    ret
-1:
-    mov eax, dword ptr [rip + journal]
-    ret
-    .size rename_word, .-rename_word
-""",
+    # Each reads journal only when bit 2 of byte 10 is set, tested as the test lines
+    # say (``_x86_callee``).
+    "callee": "".join(_x86_callee(name, test) for name, test in (
+        ("rename", "test byte ptr [rdi + 10], 4"),
+        ("rename_loaded", "movzx eax, byte ptr [rdi + 10]\n    test al, 4"),
+        ("rename_word", "mov eax, dword ptr [rdi + 8]\n    test eax, 0x40000"))),
     "probes": {
         "cleared_in_place": "    and word ptr [rip + setting + 10], 0xfffb\n",
         # The callee loads the byte, then tests the register (``rename_loaded``).

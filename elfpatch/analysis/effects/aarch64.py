@@ -33,6 +33,7 @@ from elfpatch.analysis.effects.bits import (
     ored,
     selected,
     whole,
+    zero_extended,
 )
 from elfpatch.analysis.effects.summary import READ
 from elfpatch.analysis.effects.walk import (
@@ -686,9 +687,12 @@ class Arm64Walk(FunctionWalk):
             # Through a pointer that may be to the stack (``place`` None): anywhere.
             self.stored_registers(mnemonic, names, place)
         loaded = None
-        # A load gives bits only in a walk a caller passed them to (as on x86-64).
-        if (self.through and base is None) if loads and not read_write \
-                else (self.memory_bits or self.through or base is not None):
+        if loads and not read_write:
+            # A load gives bits only in a walk a caller passed them to (as on x86-64).
+            knowing = bool(self.through) and base is None
+        else:
+            knowing = bool(self.memory_bits or self.through) or base is not None
+        if knowing:
             if offset is not None and not (match.group(3) or match.group(4)):
                 # Worked out before the load overwrites its base (``ldrh w0, [x0, #10]``).
                 loaded = self.transfer_bits(mnemonic, names, base, match.group(1), offset,
@@ -723,13 +727,11 @@ class Arm64Walk(FunctionWalk):
                                        else _a64_register(base_name))
                 if known is None:
                     return None
-                # The rest zero-extended.
-                return _a64_register(name), (
-                    known[0] | (((1 << 64) - 1) ^ ((1 << 8 * width) - 1)), known[1])
+                return _a64_register(name), zero_extended(known, 8 * width)
             if not loads or read_write:
-                stored = self.register_bits(_a64_register(name)) \
-                    if not read_write and name not in ("wzr", "xzr") \
-                    else exactly(0) if not read_write else None
+                # What an atomic read-modify-write leaves there is not known.
+                stored = None if read_write else exactly(0) if name in ("wzr", "xzr") \
+                    else self.register_bits(_a64_register(name))
                 self.wrote_memory(base, at, width, stored)
         return None
 

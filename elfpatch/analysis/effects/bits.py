@@ -51,6 +51,13 @@ def inserted(bits: Bits, field: Bits, lowest: int, count: int, width: int) -> Bi
                      (value & ~place) | ((field[1] << lowest) & field_mask))
 
 
+def zero_extended(bits: Bits, width: int) -> Bits:
+    """``bits`` of a ``width``-bit number loaded into a 64-bit register that a load
+    zero-extends (x86-64 ``movzx`` and 32-bit moves, aarch64 ``ldrb``/``ldrh``/``ldr w``):
+    the bits above it are known to be zero."""
+    return bits[0] | (_WORD ^ ((1 << width) - 1)), bits[1]
+
+
 def selected(bits: Bits, amount: int) -> int | None:
     """``bits`` AND ``amount`` when every bit ``amount`` selects is known; else None."""
     mask, value = bits

@@ -119,11 +119,11 @@ def memory_fact(entry: tuple[int, int]) -> tuple[int, int, tuple[int, int]] | No
 
 
 def may_decide(summary: FunctionSummary, constants: Constants) -> bool:
-    """Whether ``constants`` may decide one of the function's tests (``summary``: its
-    walk knowing none): a number passed in a register it compares, or bits passed of
-    bytes it tests through a pointer (``decisive``)."""
+    """Whether ``constants``, cut to those that may decide anything (``decisive``),
+    decide one of the function's own tests (``summary``: its walk knowing none): a
+    number passed in a register it compares, or bits passed of bytes it tests."""
     return any(memory_fact(entry) is not None or summary.tests_arguments >> entry[0] & 1
-               for entry in decisive(summary, constants))
+               for entry in constants)
 
 
 def decisive(summary: FunctionSummary, constants: Constants) -> Constants:

@@ -27,11 +27,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol
 
 from elfpatch.analysis.effects.addresses import AddressIndex, GotEntry, printable_text
-from elfpatch.analysis.effects.bits import (
-    Bits,
-    exactly,
-    selected,
-)
+from elfpatch.analysis.effects.bits import Bits, exactly, selected
 from elfpatch.analysis.effects.dying import (
     DIES,
     LIVES,

@@ -37,7 +37,15 @@ import struct
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
-from elfpatch.analysis.effects.bits import UNKNOWN, Bits, anded, exactly, ored, whole
+from elfpatch.analysis.effects.bits import (
+    UNKNOWN,
+    Bits,
+    anded,
+    exactly,
+    ored,
+    whole,
+    zero_extended,
+)
 from elfpatch.analysis.effects.summary import Constants
 from elfpatch.analysis.effects.walk import (
     Analyzer,
@@ -110,11 +118,10 @@ _LEA_RIP = re.compile(rb"[\x48\x4c]\x8d[\x05\x0d\x15\x1d\x25\x2d\x35\x3d]")
 _GUARD_BYTE_LOAD = re.compile(rb"\x0f\xb6[\x05\x0d\x15\x1d\x25\x2d\x35\x3d]|\x80\x3d")
 _X86_OP_MEM = 3  # capstone.x86.X86_OP_MEM
 _X86_COMPARES = frozenset({"cmp", "test"})
-_X86_ARGUMENT_BITS = {name: 1 << ("rdi", "rsi", "rdx", "rcx", "r8", "r9").index(family)
-                      for name, family in _X86_FAMILY.items()
-                      if family in ("rdi", "rsi", "rdx", "rcx", "r8", "r9")}
+_X86_ARGUMENTS = ("rdi", "rsi", "rdx", "rcx", "r8", "r9")  # in the order they are passed
+_X86_ARGUMENT_BITS = {name: 1 << _X86_ARGUMENTS.index(family)
+                      for name, family in _X86_FAMILY.items() if family in _X86_ARGUMENTS}
 _CS_AC_READ, _CS_AC_WRITE = 1, 2
-_X86_ARGUMENTS = ("rdi", "rsi", "rdx", "rcx", "r8", "r9")
 # AND and OR with a number, and a bit set or cleared: the bits they fix are known
 # (``bits``).  Each as an AND with a mask and an OR with a number.
 _X86_BIT_OPERATIONS: dict[str, Callable[[int, int], tuple[int, int]]] = {
@@ -199,7 +206,7 @@ _FRAME_OPERAND = re.compile(r"(\[r[sb]p\b|fs:\[0x28\])")
 
 
 class X86Walk(FunctionWalk):
-    ARGUMENTS = ("rdi", "rsi", "rdx", "rcx", "r8", "r9")
+    ARGUMENTS = _X86_ARGUMENTS
     STACK_POINTER = "rsp"
     argument_set = frozenset(ARGUMENTS)
     RESULT = "rax"
@@ -478,9 +485,9 @@ class X86Walk(FunctionWalk):
 
     def loaded_from_memory(self, operands: str, following: int) -> None:
         """``movzx eax, byte ptr [rdi + 0xb]``, ``mov eax, dword ptr [rdi + 8]``: in a
-        plain walk, whether the register
-        came through an argument (a test of it may be decided by what a caller stored
-        there); in one knowing what is stored there, the bits it loaded."""
+        plain walk, whether the register came through an argument (a test of it may
+        be decided by what a caller stored there); in one knowing what is stored
+        there, the bits it loaded."""
         if self.paths is None:
             destination, _, source = operands.partition(", ")
             through = _through_argument(source)
@@ -500,9 +507,8 @@ class X86Walk(FunctionWalk):
         if destination not in _X86_WIDE or width not in (1, 2, 4, 8):
             return
         known = self.bits_through(source, following, width)
-        if known is not None:  # the rest zero-extended
-            self.set_bits(_X86_FAMILY[destination],
-                          (known[0] | (_ADDRESS_MASK ^ ((1 << 8 * width) - 1)), known[1]))
+        if known is not None:
+            self.set_bits(_X86_FAMILY[destination], zero_extended(known, 8 * width))
 
     def bits_through(self, operand: str, following: int, width: int) -> Bits | None:
         """The bits known of the ``width`` bytes a memory operand names."""
@@ -989,16 +995,18 @@ class X86Walk(FunctionWalk):
         for position, operand in enumerate(operands.split(", ")):
             if "[" in operand:
                 located = self.memory(operand, address + size)
+                knowing = bool(self.memory_bits or self.through) \
+                    and self.stack_place(operand) is None
+                if located is None and not knowing:
+                    continue
+                read, write = self.memory_access(mnemonic, address, size, position)
                 if located is not None:
-                    read, write = self.memory_access(mnemonic, address, size, position)
                     self.access(located[0], located[1], read, write,
                                 width=_X86_VECTOR_WIDTHS.get(operand.partition(" ")[0], 0))
-                if (self.memory_bits or self.through) and self.stack_place(operand) is None \
-                        and self.memory_access(mnemonic, address, size, position)[1]:
+                if knowing and write:
                     # What it writes is not known: nothing stays known of those bytes.
-                    exact = located is not None and _exact_form(operand)
-                    self.wrote_memory(located[0] if exact and located else None,
-                                      located[1] if exact and located else 0,
+                    exact = located if located is not None and _exact_form(operand) else None
+                    self.wrote_memory(exact[0] if exact else None, exact[1] if exact else 0,
                                       _store_width(operand) or 64)
 
     def generic_registers(self, mnemonic: str, operands: str) -> None:
