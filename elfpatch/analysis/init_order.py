@@ -12,6 +12,7 @@ from typing import TypeVar
 
 from elfpatch.analysis.effects import Effects, EffectsAnalyzer, Part
 from elfpatch.analysis.effects.addresses import AddressIndex
+from elfpatch.analysis.effects.analyzer import CALL_DEPTH
 from elfpatch.analysis.effects.summary import (
     ANCHOR,
     BARE,
@@ -163,11 +164,13 @@ def analyse_object_fully(elf: ElfFile, path: str, member: str | None = None,
     found = _shared_out(entries, lambda entry: _initializer_effects(analyzer, entry), alongside)
     sorted_below = _sorted_below(listing.initializers, entries, found)
     entries, found = _without_runtime(entries, found)
+    found, every_path = _knowing_quiet_globals(analyzer, entries, found)
     found = _split_lone(analyzer, entries, found)
+    analyzer.forget_quiet()  # exit-time code runs once main may have set them
     analysed, named = _analysed(elf, entries, found, analyzer.index.data_label, sorted_below)
     exit_code = _exit_code(analyzer, analysed, alongside)
     hooks = _hook_code(elf, analyzer, analysed)
-    analysed, exit_code, hooks, keys = _placed(analysed, exit_code, hooks)
+    analysed, exit_code, hooks, keys = _placed(analysed, exit_code, hooks, every_path)
     labels = _AddressLabels(analyzer.index.data_label)
     sources = _SourceFiles(elf)
     objects = _objects(labels, analysed, exit_code, hooks, sources)
@@ -231,6 +234,37 @@ def _without_runtime(entries: list[InitializerEntry], found: list[Effects | list
     return [entry for entry, _ in kept], [result for _, result in kept]
 
 
+def _knowing_quiet_globals(analyzer: EffectsAnalyzer, entries: list[InitializerEntry],
+                           found: list[Effects | list[Part]],
+                           ) -> tuple[list[Effects | list[Part]], list[Effects]]:
+    """The initializers whose code tests a global that none of them writes (a tracing
+    switch, zero until ``main`` sets it: ``EffectsAnalyzer.know_quiet``) composed
+    again knowing it, the paths it rules out left out; and what they did before,
+    every path followed.  In a file without symbols that still places objects
+    (``_placed``): the code left out is there, and the addresses it uses still part
+    the objects (without them, a flag only read, next to a counter only the path
+    left out writes, joined the object below)."""
+    if not analyzer.supported:
+        return found, []
+    testing = analyzer.know_quiet(effects for result in found
+                                  for effects in _effects_of(result))
+    if not testing:
+        return found, []
+    again = list(found)
+    evidence: list[Effects] = []
+    for position, entry in enumerate(entries):
+        # A merged initializer's parts are followed from the functions it calls: one deeper.
+        if entry.address is not None \
+                and analyzer.reaches(entry.address, testing, CALL_DEPTH + 1):
+            again[position] = _initializer_effects(analyzer, entry)
+            evidence += _effects_of(found[position])
+    return again, evidence
+
+
+def _effects_of(result: Effects | list[Part]) -> list[Effects]:
+    return [result] if isinstance(result, Effects) else [part.effects for part in result]
+
+
 def _initializer_effects(analyzer: EffectsAnalyzer, entry: InitializerEntry,
                          ) -> Effects | list[Part]:
     """An initializer's effects, or a merged initializer's parts."""
@@ -241,14 +275,15 @@ def _initializer_effects(analyzer: EffectsAnalyzer, entry: InitializerEntry,
 
 
 def _placed(analysed: list[AnalysedInitializer], exit_code: dict[int, Effects],
-            hooks: list[Effects],
+            hooks: list[Effects], evidence: Sequence[Effects] = (),
             ) -> tuple[list[AnalysedInitializer], dict[int, Effects], list[Effects],
                        dict[str, str]]:
     """In a file without symbols, the bare addresses the code touches placed in the
     objects that the addresses it takes as pointers start (``summary.object_keys``),
-    from every piece of code at once, so that each object has one key everywhere;
-    and where each bare address went."""
-    every = (*(item.effects for item in analysed), *exit_code.values(), *hooks)
+    from every piece of code at once (``evidence`` too: code whose effects are not
+    reported), so that each object has one key everywhere; and where each bare
+    address went."""
+    every = (*(item.effects for item in analysed), *exit_code.values(), *hooks, *evidence)
     # Each key alone too: code not in a function's summary (a merged initializer's own
     # stretch) still has its addresses placed.  A function's group comes once however
     # many initializers reach it (where an address goes depends on which groups hold

@@ -47,6 +47,12 @@ class RelocationTable:
     def infos(self) -> array[int]:
         return self._column(1)
 
+    @cached_property
+    def addends(self) -> array[int]:
+        """r_addend of each entry of a RELA table, unsigned (a RELATIVE one's is the
+        address it makes)."""
+        return self._column(2)
+
     def entry(self, k: int) -> tuple[int, int, int]:
         """(type, symbol index, signed addend) of entry ``k``, read on its own.
 

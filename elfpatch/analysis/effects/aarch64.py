@@ -35,7 +35,7 @@ from elfpatch.analysis.effects.bits import (
     whole,
     zero_extended,
 )
-from elfpatch.analysis.effects.summary import READ
+from elfpatch.analysis.effects.summary import GLOBAL, READ
 from elfpatch.analysis.effects.walk import (
     FlagTest,
     FunctionWalk,
@@ -674,13 +674,8 @@ class Arm64Walk(FunctionWalk):
         read_write = mnemonic.startswith(_A64_READ_WRITE)
         loads = mnemonic.startswith("ld") or read_write
         offset = _offset((match.group(2) or "0").lstrip("#"))
-        if loads and self.paths is None and match.group(1)[:1] == "x" \
-                and match.group(1)[1:] in _A64_ARGUMENT_NUMBERS and offset is not None:
-            for position, (name, register) in enumerate(zip(names, registers, strict=True)):
-                width = _transfer_width(mnemonic, name)
-                if register is not None:
-                    self.loaded_through[register] = (int(match.group(1)[1:]),
-                                                     offset + position * width, width)
+        if loads and self.paths is None and offset is not None:
+            self.loaded_to_test(mnemonic, match.group(1), base, offset, names, registers)
         place = base.stack + offset if base is not None and base.stack is not None \
             and offset is not None else None
         if not loads and (self.stack_known() or place is not None):
@@ -688,8 +683,10 @@ class Arm64Walk(FunctionWalk):
             self.stored_registers(mnemonic, names, place)
         loaded = None
         if loads and not read_write:
-            # A load gives bits only in a walk a caller passed them to (as on x86-64).
-            knowing = bool(self.through) and base is None
+            # A load gives bits only in a walk a caller passed them to (as on x86-64), or
+            # one that knows the globals quiet at load.
+            knowing = (bool(self.through) and base is None) \
+                or (self.quiet is not None and base is not None)
         else:
             knowing = bool(self.memory_bits or self.through) or base is not None
         if knowing:
@@ -709,6 +706,24 @@ class Arm64Walk(FunctionWalk):
             self.kill(registers[:1])  # the status register
         if match.group(3) or match.group(4):  # pre/post-index writeback
             self.set(base_register, None)
+
+    def loaded_to_test(self, mnemonic: str, base_name: str, base: Value | None, offset: int,
+                       names: list[str], registers: list[str | None]) -> None:
+        """A plain walk's load: the bytes each register comes from, in case the code
+        tests it (``tests_loaded``): through an argument register (``ldrh w8, [x0,
+        #10]``), or a global's, by its address (``adrp x1, flag``; ``ldr w1, [x1,
+        #0x48]``)."""
+        at = self.global_place(base, offset) if base is not None else None
+        if at is not None:
+            tested, start = GLOBAL, at
+        elif base_name[:1] == "x" and base_name[1:] in _A64_ARGUMENT_NUMBERS:
+            tested, start = int(base_name[1:]), offset
+        else:
+            return
+        for position, (name, register) in enumerate(zip(names, registers, strict=True)):
+            width = _transfer_width(mnemonic, name)
+            if register is not None:
+                self.loaded_through[register] = (tested, start + position * width, width)
 
     def transfer_bits(self, mnemonic: str, names: list[str], base: Value | None,
                       base_name: str, offset: int, loads: bool,

@@ -112,6 +112,11 @@ class _DataSymbols:
         k = self._position(address)
         return self.starts[k] if k is not None else None
 
+    def extent_containing(self, address: int) -> tuple[int, int] | None:
+        """(start, end) of the symbol whose extent contains ``address``."""
+        k = self._position(address)
+        return (self.starts[k], self.ends[k]) if k is not None else None
+
     def named_at(self, start: int) -> str | None:
         """The name of the symbol that starts at ``start``, if one does."""
         k = self._position(start)
@@ -215,6 +220,14 @@ class AddressIndex:
         data = self._data
         return data.containing(address) if data is not None else None
 
+    def object_extent(self, address: int) -> tuple[int, int] | None:
+        """(start, end) of the object holding ``address``, where .symtab says (None
+        without it, or outside every data symbol)."""
+        if not self.has_local_symbols:
+            return None
+        assert self._data is not None
+        return self._data.extent_containing(address)
+
     def data_key(self, address: int, anchor: bool = False) -> str | None:
         """What identifies the object ``address`` lies in: its address, never a name
         that another object of the same name (a header's ``static`` per TU) shares.
@@ -309,12 +322,23 @@ class AddressIndex:
     def zero_initialized(self, address: int) -> bool:
         """Whether ``address`` is in memory the loader fills with zeros (.bss: a loadable
         segment's part past its file bytes)."""
-        return any(low <= address < high for low, high in self._zero_filled)
+        return any(low <= address < high for low, high in self.zero_filled_ranges)
 
     @cached_property
-    def _zero_filled(self) -> list[tuple[int, int]]:
+    def zero_filled_ranges(self) -> list[tuple[int, int]]:
+        """(start, end) of each loadable segment's part past its file bytes."""
         return [(s.vaddr + s.filesz, s.vaddr + s.memsz) for s in self.elf.segments
                 if s.type == C.PT_LOAD and s.memsz > s.filesz]
+
+    def exported_data_at(self, address: int) -> bool:
+        """Whether an object .dynsym exports holds ``address``: other objects may name it."""
+        exported = self._exported_data
+        return exported is not None and exported.containing(address) is not None
+
+    @property
+    def relative_type(self) -> int:
+        """The machine's RELATIVE relocation type (-1, matching none, when not known)."""
+        return self._relocations.relative if self._relocations is not None else -1
 
     @cached_property
     def _loads(self) -> list[tuple[int, int, int]]:
@@ -447,7 +471,7 @@ class AddressIndex:
         """GOT slot -> .dynsym index, from GLOB_DAT, JUMP_SLOT and TLS relocations."""
         wanted = set(self._relocations.symbol_slots) if self._relocations else set()
         found: dict[int, int] = {}
-        for table, picked in self._relocations_of_types(wanted):
+        for table, picked in self.relocations_of_types(wanted):
             types = table.types
             exact = list(compress(picked, map(wanted.__contains__, map(types.__getitem__,
                                                                        picked))))
@@ -466,7 +490,7 @@ class AddressIndex:
         ranges = self._got_ranges or []
         span = range(min((lo for lo, _ in ranges), default=0),
                      max((hi for _, hi in ranges), default=0))
-        for table, picked in self._relocations_of_types({relative, irelative}):
+        for table, picked in self.relocations_of_types({relative, irelative}):
             offsets = table.offsets
             # Most RELATIVE relocations patch data, not the GOT: dropped in C.
             for k in compress(picked, map(span.__contains__, map(offsets.__getitem__, picked))):
@@ -477,7 +501,7 @@ class AddressIndex:
                     found[offsets[k]] = addend
         return found
 
-    def _relocations_of_types(self, wanted: set[int]) -> Iterator[tuple[RelocationTable,
+    def relocations_of_types(self, wanted: set[int]) -> Iterator[tuple[RelocationTable,
                                                                          list[int]]]:
         """Each table with the entries whose type's low byte matches ``wanted``."""
         w, little = self.elf.word_size, self.elf.header.little_endian
@@ -500,7 +524,7 @@ class AddressIndex:
         if slot in self._got_addresses:
             target = self._got_addresses[slot]
             return GotEntry(None, target) if target is not None else None
-        stored = self._stored_word(slot)  # filled at link time (fixed executable, RELR)
+        stored = self.stored_word(slot)  # filled at link time (fixed executable, RELR)
         return GotEntry(None, stored) if stored else None
 
     def _symbol_entry(self, index: int) -> GotEntry | None:
@@ -518,7 +542,7 @@ class AddressIndex:
         return GotEntry(name, None, defined, kind, weak and not defined,
                         table.values[index] if known_code else None)
 
-    def _stored_word(self, address: int) -> int | None:
+    def stored_word(self, address: int) -> int | None:
         try:
             offset = self.elf.vaddr_to_offset(address, "GOT slot")
             (value,) = self.elf.unpack(self.elf.word, offset, "GOT slot")

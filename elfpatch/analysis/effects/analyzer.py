@@ -16,18 +16,21 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import re
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING
 
 from elfpatch.analysis.effects.addresses import AddressIndex
+from elfpatch.analysis.effects.quiet import QuietBytes, quiet_bytes, tested_globals
 from elfpatch.analysis.effects.summary import (
     ATEXIT,
     CALL,
+    GLOBAL,
     GUARD,
     HOOK,
     PASS,
     PASS_FOREIGN,
+    QUIET_AT_LOAD,
     READ,
     UNKNOWN_EFFECTS,
     UNKNOWN_PASS,
@@ -156,6 +159,9 @@ class EffectsAnalyzer:
         # one error path's tail is shared by many of a function's jumps, and functions.
         self.failing_tails: dict[int, bool] = {}
         self._decode_errors = _decode_errors()
+        # The globals no code run at load writes, while initializers are composed
+        # again knowing them (``know_quiet``); None otherwise.
+        self.quiet: QuietBytes | None = None
         # ET_EXEC: code may hold data addresses as immediates (mov esi, OFFSET obj).
         self.fixed_addresses = elf.header.type == ET_EXEC
         loads = [s for s in elf.segments if s.type == PT_LOAD]
@@ -263,7 +269,7 @@ class EffectsAnalyzer:
         if self._walk is None:
             return [Part(address, None, UNKNOWN_EFFECTS, True)]
         self.index.prepare()
-        merged = self.summary(address)
+        merged = self.summary(self._resolved(address))
         parts: list[Part] = []
         stretch: list[Event] = []
         for event in merged.events:
@@ -327,13 +333,14 @@ class EffectsAnalyzer:
         for depth in range(max_depth + 1):
             following: list[FunctionKey] = []
             for key in frontier:
-                function = self._resolved(key)
+                walked = self._resolved(key)
+                function = _unquieted(walked)  # the key callers' events name
                 if function in reached:
                     continue
                 if analysed == max_functions:
                     stopped[StopReason.FUNCTION_BUDGET] = None
                     return reached, stopped
-                summary = reached[function] = self.summary(function)
+                summary = reached[function] = self.summary(walked)
                 analysed += bool(summary.callees)
                 stopped.update(summary.stopped)
                 following += [c for c in summary.callees if c not in seen]
@@ -712,7 +719,41 @@ class EffectsAnalyzer:
         return known
 
     def _resolved(self, key: FunctionKey) -> FunctionKey:
+        if self.quiet is not None:
+            key = self._quieted(key)
         return self.specialised(*key) if type(key) is tuple else key
+
+    def _quieted(self, key: FunctionKey) -> FunctionKey:
+        """``key``, knowing the globals quiet at load when the function tests one."""
+        function, constants = key if isinstance(key, tuple) else (key, ())
+        assert self.quiet is not None
+        if any(tested == GLOBAL and self.quiet.holds(at, width)
+               for tested, at, width in self.summary(function).tests_through):
+            return function, (*constants, QUIET_AT_LOAD)
+        return key
+
+    # -- globals quiet at load ----------------------------------------------------------
+    def know_quiet(self, found: Iterable[Effects]) -> frozenset[int]:
+        """Learn which globals no code followed from the initializers (``found``, their
+        effects) writes, of those the functions followed test (``quiet``), and
+        compose from now on knowing them; the functions that test one."""
+        tested = tested_globals(self._summaries.values())
+        quiet = quiet_bytes(self.index, tested, found)
+        if not quiet:
+            return frozenset()
+        self.quiet = quiet
+        return frozenset(address for address, summary in self._summaries.items()
+                         if type(self._quieted(address)) is tuple)
+
+    def forget_quiet(self) -> None:
+        """Compose without them again: code run at exit, once ``main`` may have set them."""
+        self.quiet = None
+
+    def reaches(self, root: int, functions: frozenset[int], max_depth: int = CALL_DEPTH,
+                ) -> bool:
+        """Whether the code ``effects`` follows from ``root`` includes one of ``functions``."""
+        reached, _stopped = self._reach([root], max_depth, FUNCTION_BUDGET)
+        return any(_address(key) in functions for key in reached)
 
     def specialised(self, function: int, constants: Constants) -> FunctionKey:
         """The function at ``function`` as a call passing ``constants`` runs it: walked
@@ -900,6 +941,15 @@ class _RootWalk:
 
 def _address(key: FunctionKey) -> int:
     return key[0] if isinstance(key, tuple) else key
+
+
+def _unquieted(key: FunctionKey) -> FunctionKey:
+    """``key`` as a caller's event names it: without ``QUIET_AT_LOAD``, which only the
+    analyzer adds."""
+    if type(key) is not tuple or QUIET_AT_LOAD not in key[1]:
+        return key
+    constants = tuple(entry for entry in key[1] if entry != QUIET_AT_LOAD)
+    return function_key(key[0], constants)
 
 
 def _registers_unguarded(events: list[Event]) -> bool:

@@ -102,6 +102,16 @@ MEMORY = 1 << 10
 MEMORY_WORDS = 32  # how far from the pointer on: 256 bytes
 
 
+# Constants may also say that the walk reads the globals no code run at load writes
+# (``quiet.QuietBytes``) as the loader leaves them: this one entry, which the
+# analyzer adds to a call of a function that tests such a global
+# (``EffectsAnalyzer.quiet``), never a caller.
+QUIET_AT_LOAD = (1 << 30, 0)
+# ``FunctionSummary.tests_through`` holds a global's bytes the function tests as
+# (GLOBAL, address, width).
+GLOBAL = -1
+
+
 def memory_constant(parameter: int, word: int, known: tuple[int, int]) -> tuple[int, int]:
     """The entry saying that word ``word`` of what parameter ``parameter`` points to
     holds the known bits ``known`` (mask, value)."""
@@ -112,7 +122,7 @@ def memory_fact(entry: tuple[int, int]) -> tuple[int, int, tuple[int, int]] | No
     """(parameter, byte offset, known bits of the 8 bytes there) of a ``memory_constant``
     entry; None for a number passed in a register."""
     position, number = entry
-    if position < MEMORY:
+    if position < MEMORY or entry == QUIET_AT_LOAD:
         return None
     parameter, word = divmod(position - MEMORY, MEMORY_WORDS)
     return parameter, 8 * word, (number >> 64, number & ((1 << 64) - 1))
@@ -122,8 +132,8 @@ def may_decide(summary: FunctionSummary, constants: Constants) -> bool:
     """Whether ``constants``, cut to those that may decide anything (``decisive``),
     decide one of the function's own tests (``summary``: its walk knowing none): a
     number passed in a register it compares, or bits passed of bytes it tests."""
-    return any(memory_fact(entry) is not None or summary.tests_arguments >> entry[0] & 1
-               for entry in constants)
+    return any(entry == QUIET_AT_LOAD or memory_fact(entry) is not None
+               or summary.tests_arguments >> entry[0] & 1 for entry in constants)
 
 
 def decisive(summary: FunctionSummary, constants: Constants) -> Constants:
@@ -133,7 +143,7 @@ def decisive(summary: FunctionSummary, constants: Constants) -> Constants:
     handed on).  Calls that differ only in the bits of bytes it never tests (each of
     LLVM's options stores its own value before naming itself) share one walk."""
     return tuple(entry for entry in constants
-                 if (fact := memory_fact(entry)) is None
+                 if entry == QUIET_AT_LOAD or (fact := memory_fact(entry)) is None
                  or any(tested == fact[0] and at < fact[1] + 8 and fact[1] < at + width
                         for tested, at, width in summary.tests_through))
 
@@ -348,7 +358,9 @@ class FunctionSummary:
     # walk knowing it, ``EffectsAnalyzer.specialised``).
     tests_arguments: int = 0
     # The bytes it tests through a pointer parameter, (parameter, offset, width): what a
-    # caller stored there may select its paths (``memory_constant``).
+    # caller stored there may select its paths (``memory_constant``); and those of
+    # globals it tests, (GLOBAL, address, width): what the loader leaves there may
+    # (``QUIET_AT_LOAD``).
     tests_through: set[tuple[int, int, int]] = field(default_factory=set)
     # Bits of the parameters its own code handles (a parameter sweep): copied to another
     # register or a stack slot, or called; reads and writes through them, and hands to

@@ -52,6 +52,7 @@ from elfpatch.analysis.effects.names import (
     never_returns,
 )
 from elfpatch.analysis.effects.paths import Paths, condition_holds
+from elfpatch.analysis.effects.quiet import QuietBytes
 from elfpatch.analysis.effects.summary import (
     ADDRESS,
     ANCHOR,
@@ -72,6 +73,7 @@ from elfpatch.analysis.effects.summary import (
     PASS,
     PASS_FOREIGN,
     POINTEE,
+    QUIET_AT_LOAD,
     READ,
     RESULT_POSITION,
     STAMP,
@@ -236,6 +238,7 @@ class Analyzer(Protocol):
     index: AddressIndex
     fixed_addresses: bool  # code may hold data addresses as immediates
     failing_tails: dict[int, bool]  # ``FunctionWalk.fails_at``, known so far
+    quiet: QuietBytes | None  # globals no code run at load writes, once known
 
     @property
     def disassembler(self) -> Cs: ...
@@ -327,9 +330,14 @@ class FunctionWalk:
         # bytes loaded, (parameter, offset, width): a test of one may be decided by
         # what a caller stored there (``FunctionSummary.tests_through``).
         self.loaded_through: dict[str, tuple[int, int, int]] = {}
+        # Globals no code run at load writes, read as the loader leaves them (in a walk
+        # of a call at load that knows them, ``QUIET_AT_LOAD``): never forgotten.
+        self.quiet: QuietBytes | None = None
         for entry in constants:
             fact = memory_fact(entry)
-            if fact is None:
+            if entry == QUIET_AT_LOAD:
+                self.quiet = analyzer.quiet
+            elif fact is None:
                 self.state[self.ARGUMENTS[entry[0]]] = constant_value(entry[1])
             else:
                 parameter, offset, known = fact
@@ -1301,10 +1309,21 @@ class FunctionWalk:
         this code, or, through the argument register ``through``, by the caller."""
         if through is not None and through in self.through:
             return _loaded_bits(self.through[through], offset, width)
+        if self.quiet is not None:
+            at = self.global_place(value, offset)
+            if at is not None and self.quiet.holds(at, width):
+                return exactly(0, 8 * width)
         at = self.exact_place(value, offset)
         if at is None or not self.memory_bits:
             return None
         return _loaded_bits(self.memory_bits, at, width)
+
+    def global_place(self, value: Value | None, offset: int) -> int | None:
+        """The address ``value + offset`` names exactly among this object's globals:
+        ``exact_place``, and an adrp page plus the low bits its access adds."""
+        if value is not None and value.page and value.address is not None:
+            return value.address + offset
+        return self.exact_place(value, offset)
 
     def memory_constants(self, arguments: list[Value | None]) -> Constants:
         """What the code stored in the objects its pointer arguments point to, as
@@ -1387,7 +1406,11 @@ class FunctionWalk:
                 base = self.data(value, anchor=True)
                 if base is not None:
                     self.events.append((ADDRESS, base[0], None, 0))
-        if read:
+        # Bytes no code run at load writes read the same whatever runs first: no read
+        # of an initializer's to order (nor evidence that a stripped file's object
+        # below reaches them).
+        if read and not (self.quiet is not None and not write
+                         and self.quiet.holds(self.global_place(value, offset) or 0, 1)):
             self.events.append((READ, subject, None, 0))
         if write and defined:
             self.events.append((WRITE, subject, None,

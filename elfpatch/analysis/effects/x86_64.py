@@ -46,7 +46,7 @@ from elfpatch.analysis.effects.bits import (
     whole,
     zero_extended,
 )
-from elfpatch.analysis.effects.summary import Constants
+from elfpatch.analysis.effects.summary import GLOBAL, Constants
 from elfpatch.analysis.effects.walk import (
     Analyzer,
     FlagTest,
@@ -417,7 +417,7 @@ class X86Walk(FunctionWalk):
             else:
                 tested = operands.partition(", ")[0]
                 self.summary.tests_arguments |= _X86_ARGUMENT_BITS.get(tested, 0)
-                through = _through_argument(tested) if "[" in tested \
+                through = self.tested_place(tested, address + size) if "[" in tested \
                     else self.loaded_through.get(_X86_FAMILY.get(tested, ""))
                 if through is not None:
                     self.summary.tests_through.add(through)
@@ -490,12 +490,22 @@ class X86Walk(FunctionWalk):
         there, the bits it loaded."""
         if self.paths is None:
             destination, _, source = operands.partition(", ")
-            through = _through_argument(source)
+            through = self.tested_place(source, following)
             family = _X86_FAMILY.get(destination)
             if through is not None and family is not None:
                 self.loaded_through[family] = through
-        if self.through:
+        if self.through or self.quiet is not None:
             self.loaded_bits(operands, following)
+
+    def tested_place(self, operand: str, following: int) -> tuple[int, int, int] | None:
+        """The bytes a memory operand names, tested or loaded to be tested: through an
+        argument register, (parameter, offset, width), or a global's by its address
+        (``mov eax, dword ptr [rip + 0x2e42]``), (GLOBAL, address, width)."""
+        if "[rip + 0x" not in operand:
+            return _through_argument(operand)
+        located = self.memory(operand, following)
+        at = self.exact_place(*located) if located is not None else None
+        return (GLOBAL, at, _store_width(operand) or 8) if at is not None else None
 
     def loaded_bits(self, operands: str, following: int) -> None:
         """``movzx eax, byte ptr [rdi + 0xb]`` (``mov eax, dword ptr …``), in a walk a
@@ -517,7 +527,7 @@ class X86Walk(FunctionWalk):
                 and offset is not None:
             return self.memory_at(None, offset, width, through=family)
         located = self.memory(operand, following) \
-            if self.memory_bits and _exact_form(operand) else None
+            if (self.memory_bits or self.quiet is not None) and _exact_form(operand) else None
         return self.memory_at(located[0], located[1], width) if located is not None else None
 
     def zeroes(self, operands: str) -> bool:

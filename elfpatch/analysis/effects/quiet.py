@@ -1,0 +1,157 @@
+"""Globals that no code run at load writes: flags read as the loader leaves them.
+
+A tracing switch, a debug level, a "verbose" word: zero in .bss, set only by
+code that runs after start-up (``main`` parsing its options, a debugger).  A
+function an initializer calls may test one and, only when it is set, log into
+a journal another TU builds.  Charged with that path, the initializer gets a
+false ``init-order`` error: at load the flag is zero, and the path never runs.
+
+Which bytes are quiet is known only once every initializer's effects are: a
+first pass follows them all (``Effects``); the bytes a function tests
+(``FunctionSummary.tests_through``, as ``(GLOBAL, address, width)``) are quiet
+when nothing that pass followed writes them, hands their address on or takes
+it, no pointer in the file's data points near them, and no other object can
+name them.  The functions testing quiet bytes are then walked again knowing
+them (``QUIET_AT_LOAD``), and the initializers reaching those are composed
+again: the paths the flag rules out are left out.  The second pass can only
+leave code out, so it writes less than the first: the bytes stay quiet.
+
+Code not followed (past the call depth, the budget, a call through a register)
+is not known to write them, as it is not known to read anything else.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Iterable
+
+from elfpatch.analysis.effects.addresses import AddressIndex
+from elfpatch.analysis.effects.summary import ANCHOR, BARE, GLOBAL, Effects, FunctionSummary
+from elfpatch.elf import constants as C
+from elfpatch.elf.relocations import relr_addresses
+
+# How far below a flag an object may start and still hold it, in a file without
+# symbols to say where objects end: code handed the address of one this close, or
+# data pointing at it, may reach the flag as one of its members.
+NEAR = 256
+
+
+class QuietBytes:
+    """Byte ranges no code run at load writes, which the loader fills with zeros."""
+
+    def __init__(self, ranges: Iterable[tuple[int, int]]) -> None:
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+        for start, end in sorted(ranges):
+            self.starts.append(start)
+            self.ends.append(end)
+
+    def __bool__(self) -> bool:
+        return bool(self.starts)
+
+    def holds(self, address: int, width: int) -> bool:
+        """Whether every one of the ``width`` bytes from ``address`` is quiet."""
+        at = bisect_left(self.starts, address + 1) - 1
+        return at >= 0 and address + width <= self.ends[at]
+
+
+def tested_globals(summaries: Iterable[FunctionSummary]) -> set[tuple[int, int]]:
+    """(address, width) of each global's bytes the functions test."""
+    return {(at, width) for summary in summaries
+            for tested, at, width in summary.tests_through if tested == GLOBAL}
+
+
+def touched(found: Iterable[Effects]) -> tuple[set[str], set[str]]:
+    """The keys of the globals the code writes, and of those whose address it hands to
+    other code (through that address, code may write anywhere in the object).  An
+    address only computed (``Effects.addresses``: a member reached from it) is no
+    hand-over: what the code writes through it is written at an address known."""
+    written: set[str] = set()
+    handed: set[str] = set()
+    for effects in found:
+        written.update(effects.writes)
+        handed.update(effects.passed)
+        handed.update(pending[0] for pending in effects.pending)
+    return written, handed
+
+
+def quiet_bytes(index: AddressIndex, tested: set[tuple[int, int]],
+                found: Iterable[Effects]) -> QuietBytes:
+    """Those of the ``tested`` bytes that are quiet at load (see the module's text)."""
+    if index.elf.header.type != C.ET_DYN or not tested:
+        return QuietBytes(())  # a fixed executable's data holds pointers nothing relocates
+    candidates = [(at, width) for at, width in tested if _unshared(index, at, width)]
+    if not candidates:
+        return QuietBytes(())
+    written, handed = touched(found)
+    reaching = {*_addresses(handed), *_pointed_into_zeros(index)}
+    if index.has_local_symbols:
+        within = sorted(reaching)
+        return QuietBytes((at, at + width) for at, width in candidates
+                          if _quiet_object(index, written, within, at, width))
+    starts = sorted(reaching.union(_addresses(written)))
+    return QuietBytes((at, at + width) for at, width in candidates
+                      if _quiet_bytes_alone(starts, reaching, at, width))
+
+
+def _addresses(keys: Iterable[str]) -> list[int]:
+    """The addresses among ``keys`` (``0x…``, and a stripped file's ``@0x…``, ``^0x…``)."""
+    bare = (key.lstrip(BARE + ANCHOR) for key in keys)
+    return [int(key, 16) for key in bare if key.startswith("0x")]
+
+
+def _quiet_object(index: AddressIndex, written: set[str], reaching: list[int], at: int,
+                  width: int) -> bool:
+    """With symbols: no code writes the object holding the flag (accesses are keyed by
+    its start), and no address handed on or pointed to by data lies in it."""
+    extent = index.object_extent(at)
+    if extent is None or at + width > extent[1]:
+        return False
+    position = bisect_left(reaching, extent[0])
+    return index.data_key(at) not in written \
+        and not (position < len(reaching) and reaching[position] < extent[1])
+
+
+def _quiet_bytes_alone(starts: list[int], reaching: set[int], at: int, width: int) -> bool:
+    """Without symbols, objects are known by the addresses the code writes or hands on,
+    or data points to, each ending where the next begins (as ``object_keys`` places
+    them; the flag, only read, may be a member of the one below it): no write lands
+    on the flag's bytes, and the object below, if handed on, starts more than
+    ``NEAR`` bytes below."""
+    position = bisect_left(starts, at + width) - 1
+    if position < 0:
+        return True
+    nearest = starts[position]
+    return nearest < at and not (nearest in reaching and nearest >= at - NEAR)
+
+
+def _unshared(index: AddressIndex, at: int, width: int) -> bool:
+    """Zeros the loader fills, known by the code by their address alone: no object
+    exports them (another object's code could write them) and, where the file has
+    symbols, a symbol holds them (the code's accesses are keyed by it)."""
+    last = at + width - 1
+    if not (index.zero_initialized(at) and index.zero_initialized(last)):
+        return False
+    if index.exported_data_at(at) or index.exported_data_at(last):
+        return False
+    return index.data_key(at) is not None
+
+
+def _pointed_into_zeros(index: AddressIndex) -> list[int]:
+    """The addresses in zero-filled memory that the file's relocated data points to
+    (RELATIVE relocations, packed RELR entries), sorted."""
+    zeros = index.zero_filled_ranges
+    if not zeros:
+        return []
+    low, high = min(lo for lo, _ in zeros), max(hi for _, hi in zeros)
+    inside = range(low, high).__contains__
+    found: list[int] = []
+    relative = index.relative_type
+    for table, picked in index.relocations_of_types({relative}):
+        if table.is_rela:
+            found += filter(inside, map(table.addends.__getitem__, picked))
+    relr = relr_addresses(index.elf)
+    if relr:
+        found += filter(inside, (word for word in map(index.stored_word, relr)
+                                 if word is not None))
+    return sorted(found)

@@ -1,0 +1,61 @@
+"""A flag no initializer sets decides the path of the function an initializer calls
+(``fixtures/quiet_flag``).
+
+Each widget's constructor calls ``trace`` of another TU, which notes the widget
+in ``journal`` (built by journal.cpp's initializer) only when ``tracing`` is
+set.  ``tracing`` is a ``static int`` in .bss; only ``enable_tracing`` sets it,
+and only ``main`` calls that, after start-up, when asked.  At load the flag is
+zero: the journal is not touched, and the programs print ``traced=0`` in either
+link order.  Built ``-DTRACED``, an initializer of the widgets' TU turns tracing
+on first: both widgets are noted (``traced=2``), and the notes are lost when the
+journal is built later (``notes=0``) or kept (``notes=2``).  The oracle is what
+the programs print.  ``inits`` must find nothing in the first builds (it
+reported a false error, or a false warning, when it charged the widgets'
+initializer with the path the flag rules out) and the real bug or its link-order
+dependence in the others, on both machines, in a program and in a library,
+stripped or not.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from support.inits import MACHINES, ORDER_KINDS, inits_of, printed, risks, scenario, strip_unneeded
+
+
+def journal_findings(path: Path) -> list[str]:
+    """The severity of each order risk (the journal is the only object at stake)."""
+    return [r["severity"] for r in risks(inits_of(path), *ORDER_KINDS)]
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+@pytest.mark.parametrize("program", ["widgets_first", "journal_first"])
+def test_a_path_a_flag_unset_at_load_rules_out_is_no_finding(machine: str, program: str,
+                                                            tmp_path: Path) -> None:
+    built = scenario("quiet_flag", machine)
+    assert printed(built, program)["traced"] == "0"
+    assert journal_findings(built.path(program)) == []
+    assert journal_findings(strip_unneeded(machine, built.path(program), tmp_path)) == []
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+@pytest.mark.parametrize("program", ["widgets_first_traced", "journal_first_traced"])
+def test_with_the_flag_set_at_load_the_real_bug_is_reported(machine: str, program: str,
+                                                            tmp_path: Path) -> None:
+    built = scenario("quiet_flag", machine)
+    shown = printed(built, program)
+    assert shown["traced"] == "2"
+    expected = ["error"] if shown["notes"] == "0" else ["warning"]
+    assert journal_findings(built.path(program)) == expected
+    assert journal_findings(strip_unneeded(machine, built.path(program), tmp_path)) == expected
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_in_a_library_and_stripped(machine: str, tmp_path: Path) -> None:
+    built = scenario("quiet_flag", machine)
+    for name, expected in (("libwidgets_first.so", []),
+                           ("libwidgets_first_traced.so", ["error"])):
+        library = built.path(name)
+        assert journal_findings(library) == expected, name
+        assert journal_findings(strip_unneeded(machine, library, tmp_path)) == expected, name
