@@ -8,7 +8,10 @@ and only ``main`` calls that, after start-up, when asked.  At load the flag is
 zero: the journal is not touched, and the programs print ``traced=0`` in either
 link order.  Built ``-DTRACED``, an initializer of the widgets' TU turns tracing
 on first: both widgets are noted (``traced=2``), and the notes are lost when the
-journal is built later (``notes=0``) or kept (``notes=2``).  The oracle is what
+journal is built later (``notes=0``) or kept (``notes=2``).  Built ``-DBOUND``, it
+does so through the flag's address handed to another TU's function, and
+``-DLISTED`` through a table of pointers to the switches: the flag is then
+written where no access names it, and must not be read as the loader left it.  The oracle is what
 the programs print.  ``inits`` must find nothing in the first builds (it
 reported a false error, or a false warning, when it charged the widgets'
 initializer with the path the flag rules out) and the real bug or its link-order
@@ -40,7 +43,8 @@ def test_a_path_a_flag_unset_at_load_rules_out_is_no_finding(machine: str, progr
 
 
 @pytest.mark.parametrize("machine", MACHINES)
-@pytest.mark.parametrize("program", ["widgets_first_traced", "journal_first_traced"])
+@pytest.mark.parametrize("program", ["widgets_first_traced", "journal_first_traced",
+                                     "widgets_first_bound", "widgets_first_listed"])
 def test_with_the_flag_set_at_load_the_real_bug_is_reported(machine: str, program: str,
                                                             tmp_path: Path) -> None:
     built = scenario("quiet_flag", machine)

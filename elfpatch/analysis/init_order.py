@@ -12,7 +12,6 @@ from typing import TypeVar
 
 from elfpatch.analysis.effects import Effects, EffectsAnalyzer, Part
 from elfpatch.analysis.effects.addresses import AddressIndex
-from elfpatch.analysis.effects.analyzer import CALL_DEPTH
 from elfpatch.analysis.effects.summary import (
     ANCHOR,
     BARE,
@@ -164,8 +163,8 @@ def analyse_object_fully(elf: ElfFile, path: str, member: str | None = None,
     found = _shared_out(entries, lambda entry: _initializer_effects(analyzer, entry), alongside)
     sorted_below = _sorted_below(listing.initializers, entries, found)
     entries, found = _without_runtime(entries, found)
-    found, every_path = _knowing_quiet_globals(analyzer, entries, found)
     found = _split_lone(analyzer, entries, found)
+    found, every_path = _knowing_quiet_globals(analyzer, entries, found, alongside)
     analyzer.forget_quiet()  # exit-time code runs once main may have set them
     analysed, named = _analysed(elf, entries, found, analyzer.index.data_label, sorted_below)
     exit_code = _exit_code(analyzer, analysed, alongside)
@@ -235,7 +234,7 @@ def _without_runtime(entries: list[InitializerEntry], found: list[Effects | list
 
 
 def _knowing_quiet_globals(analyzer: EffectsAnalyzer, entries: list[InitializerEntry],
-                           found: list[Effects | list[Part]],
+                           found: list[Effects | list[Part]], alongside: Alongside,
                            ) -> tuple[list[Effects | list[Part]], list[Effects]]:
     """The initializers whose code tests a global that none of them writes (a tracing
     switch, zero until ``main`` sets it: ``EffectsAnalyzer.know_quiet``) composed
@@ -246,19 +245,41 @@ def _knowing_quiet_globals(analyzer: EffectsAnalyzer, entries: list[InitializerE
     left out writes, joined the object below)."""
     if not analyzer.supported:
         return found, []
-    testing = analyzer.know_quiet(effects for result in found
-                                  for effects in _effects_of(result))
-    if not testing:
-        return found, []
-    again = list(found)
-    evidence: list[Effects] = []
-    for position, entry in enumerate(entries):
-        # A merged initializer's parts are followed from the functions it calls: one deeper.
-        if entry.address is not None \
-                and analyzer.reaches(entry.address, testing, CALL_DEPTH + 1):
-            again[position] = _initializer_effects(analyzer, entry)
-            evidence += _effects_of(found[position])
-    return again, evidence
+    testing: frozenset[int] | None = analyzer.know_quiet(
+        effects for result in found for effects in _effects_of(result))
+    for _round in range(_QUIET_ROUNDS):
+        if not testing:
+            break
+        callers = analyzer.callers(testing)
+        chosen = [position for position, entry in enumerate(entries)
+                  if entry.address in callers]
+        composed = _shared_out(
+            [(entries[position], found[position]) for position in chosen],
+            lambda pair: _composed_again(analyzer, *pair), alongside)
+        again = list(found)
+        for position, result in zip(chosen, composed, strict=True):
+            again[position] = result
+        # The first pass's effects still say where a stripped file's objects part.
+        testing = analyzer.narrow_quiet(effects for result in (*found, *again)
+                                        for effects in _effects_of(result))
+        if testing is None:
+            return again, [effects for position in chosen
+                           for effects in _effects_of(found[position])]
+    analyzer.forget_quiet()
+    return found, []
+
+
+# How many times the globals taken to be quiet are narrowed before they are given up.
+_QUIET_ROUNDS = 3
+
+
+def _composed_again(analyzer: EffectsAnalyzer, entry: InitializerEntry,
+                    first: Effects | list[Part]) -> Effects | list[Part]:
+    """``_initializer_effects``, or a stripped merge split as ``_split_lone`` split it."""
+    if isinstance(first, list) and not is_merged_initializer(entry.symbol):
+        assert entry.address is not None
+        return analyzer.parts(entry.address, by_code=True)
+    return _initializer_effects(analyzer, entry)
 
 
 def _effects_of(result: Effects | list[Part]) -> list[Effects]:

@@ -162,6 +162,7 @@ class EffectsAnalyzer:
         # The globals no code run at load writes, while initializers are composed
         # again knowing them (``know_quiet``); None otherwise.
         self.quiet: QuietBytes | None = None
+        self._tests_quiet: dict[int, bool] = {}  # function -> whether it tests them
         # ET_EXEC: code may hold data addresses as immediates (mov esi, OFFSET obj).
         self.fixed_addresses = elf.header.type == ET_EXEC
         loads = [s for s in elf.segments if s.type == PT_LOAD]
@@ -726,34 +727,63 @@ class EffectsAnalyzer:
     def _quieted(self, key: FunctionKey) -> FunctionKey:
         """``key``, knowing the globals quiet at load when the function tests one."""
         function, constants = key if isinstance(key, tuple) else (key, ())
-        assert self.quiet is not None
-        if any(tested == GLOBAL and self.quiet.holds(at, width)
-               for tested, at, width in self.summary(function).tests_through):
-            return function, (*constants, QUIET_AT_LOAD)
-        return key
+        tests = self._tests_quiet.get(function)
+        if tests is None:
+            assert self.quiet is not None
+            tests = self._tests_quiet[function] = any(
+                tested == GLOBAL and self.quiet.holds(at, width)
+                for tested, at, width in self.summary(function).tests_through)
+        return (function, (*constants, QUIET_AT_LOAD)) if tests else key
 
     # -- globals quiet at load ----------------------------------------------------------
     def know_quiet(self, found: Iterable[Effects]) -> frozenset[int]:
         """Learn which globals no code followed from the initializers (``found``, their
-        effects) writes, of those the functions followed test (``quiet``), and
-        compose from now on knowing them; the functions that test one."""
+        effects) writes, of those the functions read so far test (``quiet``), and
+        compose from now on knowing them; the functions whose paths they select."""
         tested = tested_globals(self._summaries.values())
-        quiet = quiet_bytes(self.index, tested, found)
-        if not quiet:
+        return self._knowing(quiet_bytes(self.index, tested, found))
+
+    def narrow_quiet(self, found: Iterable[Effects]) -> frozenset[int] | None:
+        """Check the globals taken to be quiet against the code followed knowing them
+        (``found``): None when it writes none of them either; else know only those it
+        leaves quiet, and return the functions whose paths they select.  (Paths left
+        out free the budget for code the first pass did not follow, which may.)"""
+        assert self.quiet is not None
+        kept = quiet_bytes(self.index, self.quiet.ranges(), found)
+        return None if kept.ranges() == self.quiet.ranges() else self._knowing(kept)
+
+    def _knowing(self, quiet: QuietBytes) -> frozenset[int]:
+        # Walks that knew other globals quiet are no walks of these.
+        for key in [key for key in self._specialised if QUIET_AT_LOAD in key[1]]:
+            del self._specialised[key]
+        self.quiet, self._tests_quiet = (quiet or None), {}
+        if self.quiet is None:
             return frozenset()
-        self.quiet = quiet
-        return frozenset(address for address, summary in self._summaries.items()
-                         if type(self._quieted(address)) is tuple)
+        return frozenset(address for address in list(self._summaries)
+                         if type(self._resolved(address)) is tuple)
 
     def forget_quiet(self) -> None:
         """Compose without them again: code run at exit, once ``main`` may have set them."""
         self.quiet = None
 
-    def reaches(self, root: int, functions: frozenset[int], max_depth: int = CALL_DEPTH,
-                ) -> bool:
-        """Whether the code ``effects`` follows from ``root`` includes one of ``functions``."""
-        reached, _stopped = self._reach([root], max_depth, FUNCTION_BUDGET)
-        return any(_address(key) in functions for key in reached)
+    def callers(self, functions: frozenset[int]) -> set[int]:
+        """``functions`` and every function read so far that calls one of them, directly
+        or through others, at any depth: those whose effects may differ once they are
+        known to select paths (more than ``effects`` follows, never fewer)."""
+        calling: dict[int, list[int]] = {}
+        walks = [*self._summaries.items(),
+                 *((key[0], summary) for key, summary in self._specialised.items()
+                   if summary is not None)]
+        for address, summary in walks:
+            for callee in summary.callees:
+                calling.setdefault(_address(callee), []).append(address)
+        found, waiting = set(functions), list(functions)
+        while waiting:
+            for caller in calling.get(waiting.pop(), ()):
+                if caller not in found:
+                    found.add(caller)
+                    waiting.append(caller)
+        return found
 
     def specialised(self, function: int, constants: Constants) -> FunctionKey:
         """The function at ``function`` as a call passing ``constants`` runs it: walked

@@ -49,6 +49,10 @@ class QuietBytes:
     def __bool__(self) -> bool:
         return bool(self.starts)
 
+    def ranges(self) -> set[tuple[int, int]]:
+        """(start, width) of each range."""
+        return {(start, end - start) for start, end in zip(self.starts, self.ends, strict=True)}
+
     def holds(self, address: int, width: int) -> bool:
         """Whether every one of the ``width`` bytes from ``address`` is quiet."""
         at = bisect_left(self.starts, address + 1) - 1
@@ -63,14 +67,16 @@ def tested_globals(summaries: Iterable[FunctionSummary]) -> set[tuple[int, int]]
 
 def touched(found: Iterable[Effects]) -> tuple[set[str], set[str]]:
     """The keys of the globals the code writes, and of those whose address it hands to
-    other code (through that address, code may write anywhere in the object).  An
-    address only computed (``Effects.addresses``: a member reached from it) is no
-    hand-over: what the code writes through it is written at an address known."""
+    other code (through that address, code may write anywhere in the object): the
+    guards too, which ``__cxa_guard_release`` sets and a construction inlined sets
+    itself.  An address only computed (``Effects.addresses``: a member reached from
+    it) is no hand-over: what the code writes through it is written at an address
+    known."""
     written: set[str] = set()
     handed: set[str] = set()
     for effects in found:
         written.update(effects.writes)
-        handed.update(effects.passed)
+        handed.update(effects.passed, effects.guards, effects.lazy)
         handed.update(pending[0] for pending in effects.pending)
     return written, handed
 
@@ -84,45 +90,41 @@ def quiet_bytes(index: AddressIndex, tested: set[tuple[int, int]],
     if not candidates:
         return QuietBytes(())
     written, handed = touched(found)
-    reaching = {*_addresses(handed), *_pointed_into_zeros(index)}
+    pointed = _pointed_into_zeros(index)
     if index.has_local_symbols:
-        within = sorted(reaching)
         return QuietBytes((at, at + width) for at, width in candidates
-                          if _quiet_object(index, written, within, at, width))
-    starts = sorted(reaching.union(_addresses(written)))
+                          if _quiet_object(index, written, handed, pointed, at, width))
+    reached = set(pointed)
     return QuietBytes((at, at + width) for at, width in candidates
-                      if _quiet_bytes_alone(starts, reaching, at, width))
+                      if _quiet_bytes_alone(written, handed, reached, at, width))
 
 
-def _addresses(keys: Iterable[str]) -> list[int]:
-    """The addresses among ``keys`` (``0x…``, and a stripped file's ``@0x…``, ``^0x…``)."""
-    bare = (key.lstrip(BARE + ANCHOR) for key in keys)
-    return [int(key, 16) for key in bare if key.startswith("0x")]
-
-
-def _quiet_object(index: AddressIndex, written: set[str], reaching: list[int], at: int,
-                  width: int) -> bool:
-    """With symbols: no code writes the object holding the flag (accesses are keyed by
-    its start), and no address handed on or pointed to by data lies in it."""
+def _quiet_object(index: AddressIndex, written: set[str], handed: set[str],
+                  pointed: list[int], at: int, width: int) -> bool:
+    """With symbols: no code writes the object holding the flag or hands its address
+    on (accesses are keyed by its start), and no pointer in the data points into it."""
     extent = index.object_extent(at)
     if extent is None or at + width > extent[1]:
         return False
-    position = bisect_left(reaching, extent[0])
-    return index.data_key(at) not in written \
-        and not (position < len(reaching) and reaching[position] < extent[1])
+    key = index.data_key(at)
+    position = bisect_left(pointed, extent[0])
+    return key not in written and key not in handed \
+        and not (position < len(pointed) and pointed[position] < extent[1])
 
 
-def _quiet_bytes_alone(starts: list[int], reaching: set[int], at: int, width: int) -> bool:
+def _quiet_bytes_alone(written: set[str], handed: set[str], pointed: set[int], at: int,
+                       width: int) -> bool:
     """Without symbols, objects are known by the addresses the code writes or hands on,
     or data points to, each ending where the next begins (as ``object_keys`` places
     them; the flag, only read, may be a member of the one below it): no write lands
-    on the flag's bytes, and the object below, if handed on, starts more than
-    ``NEAR`` bytes below."""
-    position = bisect_left(starts, at + width) - 1
-    if position < 0:
-        return True
-    nearest = starts[position]
-    return nearest < at and not (nearest in reaching and nearest >= at - NEAR)
+    on the flag's bytes, and the nearest such address below, if handed on or pointed
+    to, lies more than ``NEAR`` bytes below."""
+    for address in range(at + width - 1, at - NEAR - 1, -1):
+        keys = (f"{BARE}{address:#x}", f"{ANCHOR}{address:#x}")
+        reaching = address in pointed or not handed.isdisjoint(keys)
+        if reaching or not written.isdisjoint(keys):
+            return address < at and not reaching
+    return True
 
 
 def _unshared(index: AddressIndex, at: int, width: int) -> bool:

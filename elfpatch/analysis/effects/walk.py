@@ -1318,6 +1318,13 @@ class FunctionWalk:
             return None
         return _loaded_bits(self.memory_bits, at, width)
 
+    def quiet_at(self, value: Value, offset: int) -> bool:
+        """Whether ``value + offset`` is a byte no code run at load writes: it reads the
+        same whatever runs first, so a read of it is no read to order (nor evidence
+        that, in a file without symbols, the object below reaches it)."""
+        at = self.global_place(value, offset)
+        return at is not None and self.quiet is not None and self.quiet.holds(at, 1)
+
     def global_place(self, value: Value | None, offset: int) -> int | None:
         """The address ``value + offset`` names exactly among this object's globals:
         ``exact_place``, and an adrp page plus the low bits its access adds."""
@@ -1406,11 +1413,7 @@ class FunctionWalk:
                 base = self.data(value, anchor=True)
                 if base is not None:
                     self.events.append((ADDRESS, base[0], None, 0))
-        # Bytes no code run at load writes read the same whatever runs first: no read
-        # of an initializer's to order (nor evidence that a stripped file's object
-        # below reaches them).
-        if read and not (self.quiet is not None and not write
-                         and self.quiet.holds(self.global_place(value, offset) or 0, 1)):
+        if read and not (self.quiet is not None and not write and self.quiet_at(value, offset)):
             self.events.append((READ, subject, None, 0))
         if write and defined:
             self.events.append((WRITE, subject, None,
