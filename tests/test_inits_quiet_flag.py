@@ -11,7 +11,11 @@ on first: both widgets are noted (``traced=2``), and the notes are lost when the
 journal is built later (``notes=0``) or kept (``notes=2``).  Built ``-DBOUND``, it
 does so through the flag's address handed to another TU's function, and
 ``-DLISTED`` through a table of pointers to the switches: the flag is then
-written where no access names it, and must not be read as the loader left it.  The oracle is what
+written where no access names it, and must not be read as the loader left it.
+A program may export its switch (``-DEXPORTED``, linked ``-rdynamic``) and it
+is still quiet; a library's switch the program reaches through its copy
+(``-DLIBRARY_SWITCH``: a COPY relocation) is filled from the library's, which
+the library's initializer turned on before the program's run.  The oracle is what
 the programs print.  ``inits`` must find nothing in the first builds (it
 reported a false error, or a false warning, when it charged the widgets'
 initializer with the path the flag rules out) and the real bug or its link-order
@@ -33,7 +37,7 @@ def journal_findings(path: Path) -> list[str]:
 
 
 @pytest.mark.parametrize("machine", MACHINES)
-@pytest.mark.parametrize("program", ["widgets_first", "journal_first"])
+@pytest.mark.parametrize("program", ["widgets_first", "journal_first", "widgets_first_exported"])
 def test_a_path_a_flag_unset_at_load_rules_out_is_no_finding(machine: str, program: str,
                                                             tmp_path: Path) -> None:
     built = scenario("quiet_flag", machine)
@@ -44,7 +48,8 @@ def test_a_path_a_flag_unset_at_load_rules_out_is_no_finding(machine: str, progr
 
 @pytest.mark.parametrize("machine", MACHINES)
 @pytest.mark.parametrize("program", ["widgets_first_traced", "journal_first_traced",
-                                     "widgets_first_bound", "widgets_first_listed"])
+                                     "widgets_first_bound", "widgets_first_listed",
+                                     "widgets_first_library_switch"])
 def test_with_the_flag_set_at_load_the_real_bug_is_reported(machine: str, program: str,
                                                             tmp_path: Path) -> None:
     built = scenario("quiet_flag", machine)

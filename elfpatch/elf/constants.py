@@ -191,6 +191,7 @@ EM_ALPHA = 0x9026  # unofficial, but what Linux uses; with s390x, 8-byte .hash e
 # Relocation types (the type part of r_info), named as in <elf.h>, for the
 # machines whose relocations elfpatch reads.
 R_X86_64_64 = 1
+R_X86_64_COPY = 5
 R_X86_64_GLOB_DAT = 6
 R_X86_64_JUMP_SLOT = 7
 R_X86_64_RELATIVE = 8
@@ -201,6 +202,7 @@ R_X86_64_IRELATIVE = 37
 R_386_32 = 1
 R_386_RELATIVE = 8
 R_AARCH64_ABS64 = 257
+R_AARCH64_COPY = 1024
 R_AARCH64_GLOB_DAT = 1025
 R_AARCH64_JUMP_SLOT = 1026
 R_AARCH64_RELATIVE = 1027
@@ -229,6 +231,8 @@ class MachineRelocations:
     # address index names such slots; machines without one name none).
     symbol_slots: frozenset[int] = frozenset()
     irelative: int | None = None  # filled by an IFUNC resolver: the target is unknown
+    # A program's copy of a library's object, filled by the loader from the library's.
+    copy: int | None = None
 
 
 RELOCATIONS: dict[int, MachineRelocations] = {
@@ -236,13 +240,13 @@ RELOCATIONS: dict[int, MachineRelocations] = {
         R_X86_64_RELATIVE, R_X86_64_64,
         frozenset({R_X86_64_GLOB_DAT, R_X86_64_JUMP_SLOT, R_X86_64_DTPMOD64,
                    R_X86_64_DTPOFF64, R_X86_64_TPOFF64}),
-        R_X86_64_IRELATIVE),
+        R_X86_64_IRELATIVE, R_X86_64_COPY),
     EM_386: MachineRelocations(R_386_RELATIVE, R_386_32),
     EM_AARCH64: MachineRelocations(
         R_AARCH64_RELATIVE, R_AARCH64_ABS64,
         frozenset({R_AARCH64_GLOB_DAT, R_AARCH64_JUMP_SLOT, R_AARCH64_TLS_DTPMOD,
                    R_AARCH64_TLS_DTPREL, R_AARCH64_TLS_TPREL, R_AARCH64_TLSDESC}),
-        R_AARCH64_IRELATIVE),
+        R_AARCH64_IRELATIVE, R_AARCH64_COPY),
     EM_ARM: MachineRelocations(R_ARM_RELATIVE, R_ARM_ABS32),
     EM_PPC64: MachineRelocations(R_PPC64_RELATIVE, R_PPC64_ADDR64),
     EM_S390: MachineRelocations(R_390_RELATIVE, R_390_64),

@@ -35,7 +35,7 @@ from elfpatch.elf.columns import byte_column, byte_mask, column
 from elfpatch.elf.eh_frame import FunctionBounds
 from elfpatch.elf.file import ElfFile
 from elfpatch.elf.layout import unlikely_code
-from elfpatch.elf.relocations import RelocationTable, dynamic_relocation_tables
+from elfpatch.elf.relocations import RelocationTable, dynamic_relocation_tables, relr_addresses
 from elfpatch.elf.symbols import SymbolTable, read_dynsym, read_symtab
 from elfpatch.errors import ElfpatchError
 
@@ -335,10 +335,52 @@ class AddressIndex:
         exported = self._exported_data
         return exported is not None and exported.containing(address) is not None
 
-    @property
-    def relative_type(self) -> int:
-        """The machine's RELATIVE relocation type (-1, matching none, when not known)."""
-        return self._relocations.relative if self._relocations is not None else -1
+    @cached_property
+    def is_program(self) -> bool:
+        """Whether the file asks for an interpreter: a program, PIE or not."""
+        return any(seg.type == C.PT_INTERP for seg in self.elf.segments)
+
+    def copy_relocated(self, address: int) -> bool:
+        """Whether ``address`` lies in a program's copy of a library's object, which the
+        loader fills from the library's (a COPY relocation)."""
+        exported = self._exported_data
+        start = exported.start_containing(address) if exported is not None else None
+        return start is not None and start in self._copies
+
+    @cached_property
+    def _copies(self) -> set[int]:
+        kind = self._relocations.copy if self._relocations is not None else None
+        if kind is None:
+            return set()
+        return {offset for table, picked in self.relocations_of_types({kind})
+                for offset, found in zip(map(table.offsets.__getitem__, picked),
+                                         map(table.types.__getitem__, picked), strict=True)
+                if found == kind}
+
+    def data_pointers(self) -> Iterator[int]:
+        """The addresses the relocated data points to, where the relocations say: a
+        RELATIVE one's addend, an absolute one's symbol (defined here) plus its addend
+        (RELA tables; a packed RELR table's words)."""
+        kinds = self._relocations
+        if kinds is None:
+            return
+        dynsym = self._dynsym
+        for table, picked in self.relocations_of_types({kinds.relative, kinds.absolute}):
+            if not table.is_rela:
+                continue
+            types, addends, symbols = table.types, table.addends, table.symbol_indices
+            for k in picked:
+                kind = types[k]
+                if kind == kinds.relative:
+                    yield addends[k]
+                elif kind == kinds.absolute and dynsym is not None \
+                        and 0 < symbols[k] < dynsym.count \
+                        and dynsym.shndxs[symbols[k]] != C.SHN_UNDEF:
+                    yield (dynsym.values[symbols[k]] + addends[k]) & _LAST_ADDRESS
+        for slot in relr_addresses(self.elf):
+            word = self.stored_word(slot)
+            if word is not None:
+                yield word
 
     @cached_property
     def _loads(self) -> list[tuple[int, int, int]]:

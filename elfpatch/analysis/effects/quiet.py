@@ -9,15 +9,18 @@ false ``init-order`` error: at load the flag is zero, and the path never runs.
 Which bytes are quiet is known only once every initializer's effects are: a
 first pass follows them all (``Effects``); the bytes a function tests
 (``FunctionSummary.tests_through``, as ``(GLOBAL, address, width)``) are quiet
-when nothing that pass followed writes them, hands their address on or takes
-it, no pointer in the file's data points near them, and no other object can
-name them.  The functions testing quiet bytes are then walked again knowing
-them (``QUIET_AT_LOAD``), and the initializers reaching those are composed
-again: the paths the flag rules out are left out.  The second pass can only
-leave code out, so it writes less than the first: the bytes stay quiet.
+when nothing that pass followed writes them or hands their object's address
+to other code (a guard to ``__cxa_guard_acquire`` too), no pointer in the
+file's data points into their object, and no other object can name them.
+The functions testing quiet bytes are then walked again knowing them
+(``QUIET_AT_LOAD``), and the initializers reaching those are composed again:
+the paths the flag rules out are left out.  Those paths free the budget for
+code the first pass did not follow, so the bytes are checked again against
+what the second pass follows (``EffectsAnalyzer.narrow_quiet``).
 
 Code not followed (past the call depth, the budget, a call through a register)
-is not known to write them, as it is not known to read anything else.
+is not known to write them, as it is not known to read anything else; nor is
+a store through a pointer the code followed stored in memory before.
 """
 
 from __future__ import annotations
@@ -28,7 +31,6 @@ from collections.abc import Iterable
 from elfpatch.analysis.effects.addresses import AddressIndex
 from elfpatch.analysis.effects.summary import ANCHOR, BARE, GLOBAL, Effects, FunctionSummary
 from elfpatch.elf import constants as C
-from elfpatch.elf.relocations import relr_addresses
 
 # How far below a flag an object may start and still hold it, in a file without
 # symbols to say where objects end: code handed the address of one this close, or
@@ -128,32 +130,28 @@ def _quiet_bytes_alone(written: set[str], handed: set[str], pointed: set[int], a
 
 
 def _unshared(index: AddressIndex, at: int, width: int) -> bool:
-    """Zeros the loader fills, known by the code by their address alone: no object
-    exports them (another object's code could write them) and, where the file has
-    symbols, a symbol holds them (the code's accesses are keyed by it)."""
+    """Zeros the loader fills that no other object's code writes at load, and, where
+    the file has symbols, a symbol holds them (the code's accesses are keyed by it).
+    A library's exported objects may be written by any object loaded before it.  A
+    program's (exported for the plugins it loads later: qemu's trace switches)
+    only by its dependencies' initializers, which would have to name them, and no
+    library names a program's flag; but not its copies of a library's objects,
+    which the loader fills (COPY relocations)."""
     last = at + width - 1
     if not (index.zero_initialized(at) and index.zero_initialized(last)):
         return False
-    if index.exported_data_at(at) or index.exported_data_at(last):
+    exported = index.exported_data_at(at) or index.exported_data_at(last)
+    if exported and (not index.is_program or index.copy_relocated(at)
+                     or index.copy_relocated(last)):
         return False
     return index.data_key(at) is not None
 
 
 def _pointed_into_zeros(index: AddressIndex) -> list[int]:
     """The addresses in zero-filled memory that the file's relocated data points to
-    (RELATIVE relocations, packed RELR entries), sorted."""
+    (``AddressIndex.data_pointers``), sorted."""
     zeros = index.zero_filled_ranges
     if not zeros:
         return []
-    low, high = min(lo for lo, _ in zeros), max(hi for _, hi in zeros)
-    inside = range(low, high).__contains__
-    found: list[int] = []
-    relative = index.relative_type
-    for table, picked in index.relocations_of_types({relative}):
-        if table.is_rela:
-            found += filter(inside, map(table.addends.__getitem__, picked))
-    relr = relr_addresses(index.elf)
-    if relr:
-        found += filter(inside, (word for word in map(index.stored_word, relr)
-                                 if word is not None))
-    return sorted(found)
+    inside = range(min(lo for lo, _ in zeros), max(hi for _, hi in zeros)).__contains__
+    return sorted(filter(inside, index.data_pointers()))
