@@ -162,9 +162,12 @@ def analyse_object_fully(elf: ElfFile, path: str, member: str | None = None,
                            and not is_merged_initializer(entry.symbol)], alongside)
     found = _shared_out(entries, lambda entry: _initializer_effects(analyzer, entry), alongside)
     sorted_below = _sorted_below(listing.initializers, entries, found)
+    # What runs at load, the C runtime's entries too (OpenSSL's cpuid setup is called
+    # from _init): what may write a flag.
+    at_load = [effects for result in found for effects in _effects_of(result)]
     entries, found = _without_runtime(entries, found)
     found = _split_lone(analyzer, entries, found)
-    found, every_path = _knowing_quiet_globals(analyzer, entries, found, alongside)
+    found, every_path = _knowing_quiet_globals(analyzer, entries, found, at_load, alongside)
     analyzer.forget_quiet()  # exit-time code runs once main may have set them
     analysed, named = _analysed(elf, entries, found, analyzer.index.data_label, sorted_below)
     exit_code = _exit_code(analyzer, analysed, alongside)
@@ -234,7 +237,8 @@ def _without_runtime(entries: list[InitializerEntry], found: list[Effects | list
 
 
 def _knowing_quiet_globals(analyzer: EffectsAnalyzer, entries: list[InitializerEntry],
-                           found: list[Effects | list[Part]], alongside: Alongside,
+                           found: list[Effects | list[Part]], at_load: list[Effects],
+                           alongside: Alongside,
                            ) -> tuple[list[Effects | list[Part]], list[Effects]]:
     """The initializers whose code tests a global that none of them writes (a tracing
     switch, zero until ``main`` sets it: ``EffectsAnalyzer.know_quiet``) composed
@@ -246,7 +250,7 @@ def _knowing_quiet_globals(analyzer: EffectsAnalyzer, entries: list[InitializerE
     if not analyzer.supported:
         return found, []
     testing: frozenset[int] | None = analyzer.know_quiet(
-        effects for result in found for effects in _effects_of(result))
+        [*at_load, *(effects for result in found for effects in _effects_of(result))])
     for _round in range(_QUIET_ROUNDS):
         if not testing:
             break
@@ -259,9 +263,8 @@ def _knowing_quiet_globals(analyzer: EffectsAnalyzer, entries: list[InitializerE
         again = list(found)
         for position, result in zip(chosen, composed, strict=True):
             again[position] = result
-        # The first pass's effects still say where a stripped file's objects part.
-        testing = analyzer.narrow_quiet(effects for result in (*found, *again)
-                                        for effects in _effects_of(result))
+        testing = analyzer.narrow_quiet(
+            [*at_load, *(effects for result in again for effects in _effects_of(result))])
         if testing is None:
             return again, [effects for position in chosen
                            for effects in _effects_of(found[position])]

@@ -221,12 +221,10 @@ class AddressIndex:
         return data.containing(address) if data is not None else None
 
     def object_extent(self, address: int) -> tuple[int, int] | None:
-        """(start, end) of the object holding ``address``, where .symtab says (None
-        without it, or outside every data symbol)."""
-        if not self.has_local_symbols:
-            return None
-        assert self._data is not None
-        return self._data.extent_containing(address)
+        """(start, end) of the object holding ``address``, where a symbol says: any
+        with .symtab, else one .dynsym exports (None outside every data symbol)."""
+        table = self._data if self.has_local_symbols else self._exported_data
+        return table.extent_containing(address) if table is not None else None
 
     def data_key(self, address: int, anchor: bool = False) -> str | None:
         """What identifies the object ``address`` lies in: its address, never a name

@@ -163,6 +163,10 @@ class EffectsAnalyzer:
         # again knowing them (``know_quiet``); None otherwise.
         self.quiet: QuietBytes | None = None
         self._tests_quiet: dict[int, bool] = {}  # function -> whether it tests them
+        # The functions whose effects a composition took so far (``_reach``, and
+        # ``prefetch`` replaying it): only their tests may be of quiet bytes, since
+        # only their writes are known.
+        self.followed: set[int] = set()
         # ET_EXEC: code may hold data addresses as immediates (mov esi, OFFSET obj).
         self.fixed_addresses = elf.header.type == ET_EXEC
         loads = [s for s in elf.segments if s.type == PT_LOAD]
@@ -342,6 +346,7 @@ class EffectsAnalyzer:
                     stopped[StopReason.FUNCTION_BUDGET] = None
                     return reached, stopped
                 summary = reached[function] = self.summary(walked)
+                self.followed.add(_address(walked))
                 analysed += bool(summary.callees)
                 stopped.update(summary.stopped)
                 following += [c for c in summary.callees if c not in seen]
@@ -738,9 +743,10 @@ class EffectsAnalyzer:
     # -- globals quiet at load ----------------------------------------------------------
     def know_quiet(self, found: Iterable[Effects]) -> frozenset[int]:
         """Learn which globals no code followed from the initializers (``found``, their
-        effects) writes, of those the functions read so far test (``quiet``), and
+        effects) writes, of those the functions they followed test (``quiet``), and
         compose from now on knowing them; the functions whose paths they select."""
-        tested = tested_globals(self._summaries.values())
+        tested = tested_globals(self._summaries[address] for address in self.followed
+                                if address in self._summaries)
         return self._knowing(quiet_bytes(self.index, tested, found))
 
     def narrow_quiet(self, found: Iterable[Effects]) -> frozenset[int] | None:
@@ -961,6 +967,7 @@ class _RootWalk:
             if self.analysed == max_functions:
                 return False
             self.reached.add(function)
+            analyzer.followed.add(_address(function))
             callees = analyzer.summary(function).callees
             self.analysed += bool(callees)
             following += [c for c in callees if c not in self.seen]

@@ -32,10 +32,13 @@ from elfpatch.analysis.effects.addresses import AddressIndex
 from elfpatch.analysis.effects.summary import ANCHOR, BARE, GLOBAL, Effects, FunctionSummary
 from elfpatch.elf import constants as C
 
-# How far below a flag an object may start and still hold it, in a file without
-# symbols to say where objects end: code handed the address of one this close, or
-# data pointing at it, may reach the flag as one of its members.
+# Where no symbol says which object holds a flag, code knows objects by the addresses
+# it uses, and those do not say where one ends: an object whose address the code
+# hands on (or data points to) this close below may hold the flag as a member
+# (an LLVM SmallVector's capacity, read by address, set by ``grow`` through the
+# vector's), and a store this close below may be wide enough to cover it.
 NEAR = 256
+WIDEST_STORE = 32  # bytes: an AVX register's
 
 
 class QuietBytes:
@@ -93,40 +96,38 @@ def quiet_bytes(index: AddressIndex, tested: set[tuple[int, int]],
         return QuietBytes(())
     written, handed = touched(found)
     pointed = _pointed_into_zeros(index)
-    if index.has_local_symbols:
-        return QuietBytes((at, at + width) for at, width in candidates
-                          if _quiet_object(index, written, handed, pointed, at, width))
-    reached = set(pointed)
-    return QuietBytes((at, at + width) for at, width in candidates
-                      if _quiet_bytes_alone(written, handed, reached, at, width))
+    stored = reaching = None  # the addresses among the keys, worked out on first need
+    quiet = []
+    for at, width in candidates:
+        extent = index.object_extent(at)
+        if extent is not None:
+            key = index.data_key(at)
+            if at + width <= extent[1] and key not in written and key not in handed \
+                    and not _any_in(pointed, *extent):
+                quiet.append((at, at + width))
+            continue
+        if stored is None or reaching is None:
+            stored = sorted(_addresses(written))
+            reaching = sorted({*_addresses(handed), *pointed})
+        if not (_any_in(stored, at - WIDEST_STORE + 1, at + width)
+                or _any_in(reaching, at - NEAR, at + width)):
+            quiet.append((at, at + width))
+    return QuietBytes(quiet)
 
 
-def _quiet_object(index: AddressIndex, written: set[str], handed: set[str],
-                  pointed: list[int], at: int, width: int) -> bool:
-    """With symbols: no code writes the object holding the flag or hands its address
-    on (accesses are keyed by its start), and no pointer in the data points into it."""
-    extent = index.object_extent(at)
-    if extent is None or at + width > extent[1]:
-        return False
-    key = index.data_key(at)
-    position = bisect_left(pointed, extent[0])
-    return key not in written and key not in handed \
-        and not (position < len(pointed) and pointed[position] < extent[1])
+def _addresses(keys: Iterable[str]) -> list[int]:
+    """The addresses among ``keys`` (a stripped file's ``@0x…``, ``^0x…``)."""
+    found = []
+    for key in keys:
+        if key[:1] in (BARE, ANCHOR) and key[1:3] == "0x":
+            found.append(int(key[1:], 16))
+    return found
 
 
-def _quiet_bytes_alone(written: set[str], handed: set[str], pointed: set[int], at: int,
-                       width: int) -> bool:
-    """Without symbols, objects are known by the addresses the code writes or hands on,
-    or data points to, each ending where the next begins (as ``object_keys`` places
-    them; the flag, only read, may be a member of the one below it): no write lands
-    on the flag's bytes, and the nearest such address below, if handed on or pointed
-    to, lies more than ``NEAR`` bytes below."""
-    for address in range(at + width - 1, at - NEAR - 1, -1):
-        keys = (f"{BARE}{address:#x}", f"{ANCHOR}{address:#x}")
-        reaching = address in pointed or not handed.isdisjoint(keys)
-        if reaching or not written.isdisjoint(keys):
-            return address < at and not reaching
-    return True
+def _any_in(addresses: list[int], low: int, high: int) -> bool:
+    """Whether one of the sorted ``addresses`` lies in [low, high)."""
+    position = bisect_left(addresses, low)
+    return position < len(addresses) and addresses[position] < high
 
 
 def _unshared(index: AddressIndex, at: int, width: int) -> bool:
