@@ -25,10 +25,22 @@ Stripped, a static flag is no longer known to stay zero (``STRIPPED``).
 
 from __future__ import annotations
 
+import json
+from importlib import resources
 from pathlib import Path
 
+import jsonschema
 import pytest
-from support.inits import MACHINES, ORDER_KINDS, inits_of, printed, risks, scenario, strip_unneeded
+from support.inits import (
+    MACHINES,
+    ORDER_KINDS,
+    inits,
+    inits_of,
+    printed,
+    risks,
+    scenario,
+    strip_unneeded,
+)
 
 
 def journal_findings(path: Path) -> list[str]:
@@ -52,6 +64,11 @@ def test_a_path_a_flag_unset_at_load_rules_out_is_no_finding(machine: str, progr
     built = scenario("quiet_flag", machine)
     assert printed(built, program)["traced"] == "0"
     assert journal_findings(built.path(program)) == []
+    document = inits(str(built.path(program)))
+    jsonschema.validate(document, json.loads(
+        resources.files("elfpatch.report").joinpath("inits.schema.json").read_text()))
+    quiet = document["files"][0]["coverage"]["quiet_at_load"]
+    assert [(q["object"].endswith("tracing"), q["width"]) for q in quiet] == [(True, 4)]
     stripped = strip_unneeded(machine, built.path(program), tmp_path)
     assert journal_findings(stripped) == STRIPPED[program]
 
@@ -68,6 +85,7 @@ def test_with_the_flag_set_at_load_the_real_bug_is_reported(machine: str, progra
     expected = ["error"] if shown["notes"] == "0" else ["warning"]
     assert journal_findings(built.path(program)) == expected
     assert journal_findings(strip_unneeded(machine, built.path(program), tmp_path)) == expected
+    assert "quiet_at_load" not in inits_of(built.path(program))["coverage"]
 
 
 @pytest.mark.parametrize("machine", MACHINES)

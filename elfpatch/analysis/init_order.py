@@ -82,6 +82,9 @@ class Coverage:
     # Branches on constants the code passes to the functions it calls: decided (only
     # the selected path followed) and not decided (every path kept).
     constant_branches: tuple[int, int] = (0, 0)
+    # Globals no initializer writes, read as the loader leaves them (zero) where the
+    # code tests them: (address, width, label) of each.
+    quiet_at_load: tuple[tuple[int, int, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -168,6 +171,7 @@ def analyse_object_fully(elf: ElfFile, path: str, member: str | None = None,
     entries, found = _without_runtime(entries, found)
     found = _split_lone(analyzer, entries, found)
     found, every_path = _knowing_quiet_globals(analyzer, entries, found, at_load, alongside)
+    quiet = _quiet_labelled(analyzer) if every_path else ()
     analyzer.forget_quiet()  # exit-time code runs once main may have set them
     analysed, named = _analysed(elf, entries, found, analyzer.index.data_label, sorted_below)
     exit_code = _exit_code(analyzer, analysed, alongside)
@@ -191,7 +195,7 @@ def analyse_object_fully(elf: ElfFile, path: str, member: str | None = None,
     report = ObjectReport(path, member, listing.machine, listing.elf_type, soname,
                           initializers, listing.finalizers, tuple(risks),
                           all(item.effects.complete for item in analysed),
-                          _coverage(analysed, exit_code))
+                          _coverage(analysed, exit_code, quiet))
     return ObjectAnalysis(report, analysed, exit_code, analyzer.index)
 
 
@@ -645,7 +649,21 @@ def _thread_body_names(elf: ElfFile, strtab_offset: int, strtab_size: int) -> It
         at = elf.find(_THREAD_BODY_PREFIX, found.end() if found is not None else at + 1, end)
 
 
-def _coverage(analysed: list[AnalysedInitializer], exit_code: dict[int, Effects]) -> Coverage:
+def _quiet_labelled(analyzer: EffectsAnalyzer) -> tuple[tuple[int, int, str], ...]:
+    """The quiet bytes the initializers were composed knowing, each with its label."""
+    index, quiet = analyzer.index, analyzer.quiet
+    if quiet is None:
+        return ()
+    found = []
+    for start, width in sorted(quiet.ranges()):
+        key = index.data_key(start)
+        named = key is not None and not key.startswith(("0x", BARE, ANCHOR))
+        found.append((start, width, key if named and key else index.data_label(f"{start:#x}")))
+    return tuple(found)
+
+
+def _coverage(analysed: list[AnalysedInitializer], exit_code: dict[int, Effects],
+              quiet: tuple[tuple[int, int, str], ...] = ()) -> Coverage:
     followed = [item.effects for item in analysed]
     destructors = list(exit_code.values())
     stopped = Counter(reason for effects in (*followed, *destructors)
@@ -654,7 +672,8 @@ def _coverage(analysed: list[AnalysedInitializer], exit_code: dict[int, Effects]
     return Coverage(len(followed), sum(e.complete for e in followed),
                     len(destructors), sum(e.complete for e in destructors),
                     tuple(sorted(stopped.items(), key=lambda pair: (-pair[1], pair[0]))),
-                    (sum(e.branches[0] for e in every), sum(e.branches[1] for e in every)))
+                    (sum(e.branches[0] for e in every), sum(e.branches[1] for e in every)),
+                    quiet)
 
 
 def exported_definitions(elf: ElfFile) -> frozenset[str]:

@@ -50,7 +50,7 @@ def _risk(risk: Risk) -> dict[str, Any]:
 
 
 def _coverage(coverage: Coverage) -> dict[str, Any]:
-    return {
+    record: dict[str, Any] = {
         "initializers": {"followed": coverage.initializers,
                          "complete": coverage.initializers_complete},
         "destructors": {"followed": coverage.destructors,
@@ -59,6 +59,10 @@ def _coverage(coverage: Coverage) -> dict[str, Any]:
         "constant_branches": {"decided": coverage.constant_branches[0],
                               "undecided": coverage.constant_branches[1]},
     }
+    if coverage.quiet_at_load:
+        record["quiet_at_load"] = [{"address": address, "width": width, "object": label}
+                                   for address, width, label in coverage.quiet_at_load]
+    return record
 
 
 def _object(report: ObjectReport) -> dict[str, Any]:

@@ -29,6 +29,7 @@ _WARNINGS_SHOWN = 5
 _UNITS_SHOWN = 10
 _OBJECTS_SHOWN = 3
 _PLACES_SHOWN = 4
+_QUIET_SHOWN = 3  # flags read as zero at load, named on the coverage line
 
 
 def render_inits(result: InitsResult, style: Styler, verbose: bool = False) -> str:
@@ -248,6 +249,13 @@ def _coverage_line(coverage: Coverage, style: Styler) -> str:
         # A constant argument selects a callee's path: say how often that was decided.
         text += (f"; branches on constant arguments: {decided} decided (the selected path "
                  f"alone followed), {undecided} not (every path kept)")
+    if coverage.quiet_at_load:
+        # Say which flags decided paths: a switch set at load by code not followed
+        # would make those findings wrong.
+        names = [demangle_label(label) for _address, _width, label in coverage.quiet_at_load]
+        shown = ", ".join(names[:_QUIET_SHOWN]) + (", …" if len(names) > _QUIET_SHOWN else "")
+        text += (f"; read as zero at load, no initializer writing them: "
+                 f"{plural(len(names), 'flag')} ({shown})")
     # Followed to the end is not everything: what the code reaches through a pointer
     # it loads from data (a table of callbacks, an object's fields) is not attributed.
     text += "; not tracked: globals reached through pointers kept in data"
