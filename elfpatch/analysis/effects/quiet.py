@@ -7,12 +7,16 @@ a journal another TU builds.  Charged with that path, the initializer gets a
 false ``init-order`` error: at load the flag is zero, and the path never runs.
 
 Which bytes are quiet is known only once every initializer's effects are: a
-first pass follows them all (``Effects``); the bytes a function tests
-(``FunctionSummary.tests_through``, as ``(GLOBAL, address, width)``) are quiet
-when nothing that pass followed writes them or hands their object's address
-to other code (a guard to ``__cxa_guard_acquire`` too), no pointer in the
-file's data points into their object, and no other object can name them.
-The functions testing quiet bytes are then walked again knowing them
+first pass follows them all (``Effects``, the C runtime's entries too); the
+bytes a function it followed tests (``FunctionSummary.tests_through``, as
+``(GLOBAL, address, width)``) are quiet when nothing that pass followed
+writes them or hands their object's address to other code (a guard to
+``__cxa_guard_acquire`` too), no pointer in the file's data points into their
+object, and no object loaded before can name them (a library's exported
+objects are out; a program's are not, but its copies of a library's are).
+Their object is the symbol holding them; where none does, what lies near
+below them (``NEAR``).  The functions testing quiet bytes are then walked
+again knowing them
 (``QUIET_AT_LOAD``), and the initializers reaching those are composed again:
 the paths the flag rules out are left out.  Those paths free the budget for
 code the first pass did not follow, so the bytes are checked again against
@@ -21,6 +25,8 @@ what the second pass follows (``EffectsAnalyzer.narrow_quiet``).
 Code not followed (past the call depth, the budget, a call through a register)
 is not known to write them, as it is not known to read anything else; nor is
 a store through a pointer the code followed stored in memory before.
+``benchmarks/quiet_flags.py`` reads them in a process that has loaded the
+library.
 """
 
 from __future__ import annotations
