@@ -674,8 +674,6 @@ class Arm64Walk(FunctionWalk):
         read_write = mnemonic.startswith(_A64_READ_WRITE)
         loads = mnemonic.startswith("ld") or read_write
         offset = _offset((match.group(2) or "0").lstrip("#"))
-        if loads and self.paths is None and offset is not None:
-            self.loaded_to_test(mnemonic, match.group(1), base, offset, names, registers)
         place = base.stack + offset if base is not None and base.stack is not None \
             and offset is not None else None
         if not loads and (self.stack_known() or place is not None):
@@ -706,6 +704,9 @@ class Arm64Walk(FunctionWalk):
             self.kill(registers[:1])  # the status register
         if match.group(3) or match.group(4):  # pre/post-index writeback
             self.set(base_register, None)
+        if loads and self.paths is None and offset is not None:
+            # Once the load has written the registers (which forgets what they held).
+            self.loaded_to_test(mnemonic, match.group(1), base, offset, names, registers)
 
     def loaded_to_test(self, mnemonic: str, base_name: str, base: Value | None, offset: int,
                        names: list[str], registers: list[str | None]) -> None:

@@ -101,33 +101,51 @@ def quiet_bytes(index: AddressIndex, tested: set[tuple[int, int]],
     if not candidates:
         return QuietBytes(())
     written, handed = touched(found)
-    pointed = _pointed_into_zeros(index)
-    stored = reaching = None  # the addresses among the keys, worked out on first need
-    quiet = []
-    for at, width in candidates:
-        extent = index.object_extent(at)
-        if extent is not None:
-            key = index.data_key(at)
-            if at + width <= extent[1] and key not in written and key not in handed \
-                    and not _any_in(pointed, *extent):
-                quiet.append((at, at + width))
-            continue
-        if stored is None or reaching is None:
-            stored = sorted(_addresses(written))
-            reaching = sorted({*_addresses(handed), *pointed})
-        if not (_any_in(stored, at - WIDEST_STORE + 1, at + width)
-                or _any_in(reaching, at - NEAR, at + width)):
-            quiet.append((at, at + width))
-    return QuietBytes(quiet)
+    alone = [(at, width) for at, width in candidates if index.object_extent(at) is None]
+    stored, reaching = _near_addresses(written, handed, alone)
+    # Where an object the data points to may hold them: what the checks above leave.
+    kept = [(at, width) for at, width in candidates
+            if _untouched(index, written, handed, stored, reaching, at, width)]
+    pointed = _pointed_into_zeros(index) if kept else []
+    return QuietBytes((at, at + width) for at, width in kept
+                      if not _any_in(pointed, *_holding(index, at, width)))
 
 
-def _addresses(keys: Iterable[str]) -> list[int]:
-    """The addresses among ``keys`` (a stripped file's ``@0x…``, ``^0x…``)."""
-    found = []
-    for key in keys:
-        if key[:1] in (BARE, ANCHOR) and key[1:3] == "0x":
-            found.append(int(key[1:], 16))
-    return found
+def _untouched(index: AddressIndex, written: set[str], handed: set[str], stored: list[int],
+               reaching: list[int], at: int, width: int) -> bool:
+    """Whether no code followed writes the flag's object or hands its address on: the
+    symbol holding it (accesses are keyed by its start), or without one, what lies
+    near below."""
+    extent = index.object_extent(at)
+    if extent is not None:
+        key = index.data_key(at)
+        return at + width <= extent[1] and key not in written and key not in handed
+    return not (_any_in(stored, at - WIDEST_STORE + 1, at + width)
+                or _any_in(reaching, at - NEAR, at + width))
+
+
+def _holding(index: AddressIndex, at: int, width: int) -> tuple[int, int]:
+    """[low, high) of where what holds the flag may start: its symbol, or near below."""
+    return index.object_extent(at) or (at - NEAR, at + width)
+
+
+def _near_addresses(written: set[str], handed: set[str], flags: list[tuple[int, int]],
+                    ) -> tuple[list[int], list[int]]:
+    """The addresses (sorted) among the keys written and handed on, of a stripped
+    file's ``@0x…`` and ``^0x…``, that lie near below one of ``flags``."""
+    if not flags:
+        return [], []
+    low = min(at for at, _ in flags) - NEAR
+    high = max(at + width for at, width in flags)
+
+    def near(keys: set[str]) -> list[int]:
+        found = (int(key[1:], 16) for key in keys if key[:3] in _MARKED)
+        return sorted(address for address in found if low <= address < high)
+
+    return near(written), near(handed)
+
+
+_MARKED = (f"{BARE}0x", f"{ANCHOR}0x")
 
 
 def _any_in(addresses: list[int], low: int, high: int) -> bool:

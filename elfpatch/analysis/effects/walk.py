@@ -1136,6 +1136,8 @@ class FunctionWalk:
             self.bits.pop(register, None)
         if self.through:
             self.through.pop(register, None)
+        if self.loaded_through:
+            self.loaded_through.pop(register, None)
         if value is None:
             self.state.pop(register, None)
         else:
