@@ -16,9 +16,8 @@ object, and no object loaded before can name them (a library's exported
 objects are out; a program's are not, but its copies of a library's are).
 Their object is the symbol holding them; where none does, what lies near
 below them (``NEAR``).  The functions testing quiet bytes are then walked
-again knowing them
-(``QUIET_AT_LOAD``), and the initializers reaching those are composed again:
-the paths the flag rules out are left out.  Those paths free the budget for
+again knowing them (``QUIET_AT_LOAD``), and the initializers reaching those
+are composed again: the paths the flag rules out are left out.  Those paths free the budget for
 code the first pass did not follow, so the bytes are checked again against
 what the second pass follows (``EffectsAnalyzer.narrow_quiet``).
 
