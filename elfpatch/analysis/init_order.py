@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import compress, zip_longest
 from typing import TypeVar
@@ -167,7 +167,7 @@ def analyse_object_fully(elf: ElfFile, path: str, member: str | None = None,
     sorted_below = _sorted_below(listing.initializers, entries, found)
     # What runs at load, the C runtime's entries too (OpenSSL's cpuid setup is called
     # from _init): what may write a flag.
-    at_load = [effects for result in found for effects in _effects_of(result)]
+    at_load = _every_effects(found)
     entries, found = _without_runtime(entries, found)
     found = _split_lone(analyzer, entries, found)
     found, every_path = _knowing_quiet_globals(analyzer, entries, found, at_load, alongside)
@@ -250,11 +250,11 @@ def _knowing_quiet_globals(analyzer: EffectsAnalyzer, entries: list[InitializerE
     every path followed.  In a file without symbols that still places objects
     (``_placed``): the code left out is there, and the addresses it uses still part
     the objects (without them, a flag only read, next to a counter only the path
-    left out writes, joined the object below)."""
+    left out writes, joined the object below).  ``at_load``: the effects of all the
+    code that runs at load, the C runtime's entries too (what may write a flag)."""
     if not analyzer.supported:
         return found, []
-    testing: frozenset[int] | None = analyzer.know_quiet(
-        [*at_load, *(effects for result in found for effects in _effects_of(result))])
+    testing: frozenset[int] | None = analyzer.know_quiet([*at_load, *_every_effects(found)])
     for _round in range(_QUIET_ROUNDS):
         if not testing:
             break
@@ -268,10 +268,9 @@ def _knowing_quiet_globals(analyzer: EffectsAnalyzer, entries: list[InitializerE
         for position, result in zip(chosen, composed, strict=True):
             again[position] = result
         testing = analyzer.narrow_quiet(
-            [*at_load, *(effects for result in again for effects in _effects_of(result))])
+            [*at_load, *_every_effects(again)])
         if testing is None:
-            return again, [effects for position in chosen
-                           for effects in _effects_of(found[position])]
+            return again, _every_effects(found[position] for position in chosen)
     analyzer.forget_quiet()
     return found, []
 
@@ -289,8 +288,11 @@ def _composed_again(analyzer: EffectsAnalyzer, entry: InitializerEntry,
     return _initializer_effects(analyzer, entry)
 
 
-def _effects_of(result: Effects | list[Part]) -> list[Effects]:
-    return [result] if isinstance(result, Effects) else [part.effects for part in result]
+def _every_effects(results: Iterable[Effects | list[Part]]) -> list[Effects]:
+    """The effects of each initializer, each part of a merged one apart."""
+    return [effects for result in results
+            for effects in ([result] if isinstance(result, Effects)
+                            else [part.effects for part in result])]
 
 
 def _initializer_effects(analyzer: EffectsAnalyzer, entry: InitializerEntry,

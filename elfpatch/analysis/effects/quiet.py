@@ -100,32 +100,28 @@ def quiet_bytes(index: AddressIndex, tested: set[tuple[int, int]],
     if not candidates:
         return QuietBytes(())
     written, handed = touched(found)
-    alone = [(at, width) for at, width in candidates if index.object_extent(at) is None]
-    stored, reaching = _near_addresses(written, handed, alone)
+    extents = {at: index.object_extent(at) for at, _width in candidates}
+    stored, reaching = _near_addresses(written, handed, [(at, width) for at, width in candidates
+                                                         if extents[at] is None])
     # Where an object the data points to may hold them: what the checks above leave.
     kept = [(at, width) for at, width in candidates
-            if _untouched(index, written, handed, stored, reaching, at, width)]
+            if _untouched(index, written, handed, stored, reaching, at, width, extents[at])]
     pointed = _pointed_into_zeros(index) if kept else []
     return QuietBytes((at, at + width) for at, width in kept
-                      if not _any_in(pointed, *_holding(index, at, width)))
+                      if not _any_in(pointed, *(extents[at] or (at - NEAR, at + width))))
 
 
 def _untouched(index: AddressIndex, written: set[str], handed: set[str], stored: list[int],
-               reaching: list[int], at: int, width: int) -> bool:
+               reaching: list[int], at: int, width: int,
+               extent: tuple[int, int] | None) -> bool:
     """Whether no code followed writes the flag's object or hands its address on: the
-    symbol holding it (accesses are keyed by its start), or without one, what lies
-    near below."""
-    extent = index.object_extent(at)
+    symbol holding it (``extent``; accesses are keyed by its start), or without one,
+    what lies near below."""
     if extent is not None:
         key = index.data_key(at)
         return at + width <= extent[1] and key not in written and key not in handed
     return not (_any_in(stored, at - WIDEST_STORE + 1, at + width)
                 or _any_in(reaching, at - NEAR, at + width))
-
-
-def _holding(index: AddressIndex, at: int, width: int) -> tuple[int, int]:
-    """[low, high) of where what holds the flag may start: its symbol, or near below."""
-    return index.object_extent(at) or (at - NEAR, at + width)
 
 
 def _near_addresses(written: set[str], handed: set[str], flags: list[tuple[int, int]],

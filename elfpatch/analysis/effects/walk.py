@@ -1311,21 +1311,19 @@ class FunctionWalk:
         this code, or, through the argument register ``through``, by the caller."""
         if through is not None and through in self.through:
             return _loaded_bits(self.through[through], offset, width)
-        if self.quiet is not None:
-            at = self.global_place(value, offset)
-            if at is not None and self.quiet.holds(at, width):
-                return exactly(0, 8 * width)
+        if self.quiet is not None and self.quiet_at(value, offset, width):
+            return exactly(0, 8 * width)
         at = self.exact_place(value, offset)
         if at is None or not self.memory_bits:
             return None
         return _loaded_bits(self.memory_bits, at, width)
 
-    def quiet_at(self, value: Value, offset: int) -> bool:
-        """Whether ``value + offset`` is a byte no code run at load writes: it reads the
-        same whatever runs first, so a read of it is no read to order (nor evidence
-        that, in a file without symbols, the object below reaches it)."""
+    def quiet_at(self, value: Value | None, offset: int, width: int = 1) -> bool:
+        """Whether the ``width`` bytes at ``value + offset`` are ones no code run at load
+        writes: zero, whatever runs first (so a read of them is no read to order, nor
+        evidence that, in a file without symbols, the object below reaches them)."""
         at = self.global_place(value, offset)
-        return at is not None and self.quiet is not None and self.quiet.holds(at, 1)
+        return at is not None and self.quiet is not None and self.quiet.holds(at, width)
 
     def global_place(self, value: Value | None, offset: int) -> int | None:
         """The address ``value + offset`` names exactly among this object's globals:

@@ -486,8 +486,9 @@ class X86Walk(FunctionWalk):
     def loaded_from_memory(self, operands: str, following: int) -> None:
         """``movzx eax, byte ptr [rdi + 0xb]``, ``mov eax, dword ptr [rdi + 8]``: in a
         plain walk, whether the register came through an argument (a test of it may
-        be decided by what a caller stored there); in one knowing what is stored
-        there, the bits it loaded."""
+        be decided by what a caller stored there, or, loaded by a global's address,
+        by what the loader left there); in one knowing what is stored there, or that
+        the global is quiet at load, the bits it loaded."""
         if self.paths is None:
             destination, _, source = operands.partition(", ")
             through = self.tested_place(source, following)
@@ -509,9 +510,10 @@ class X86Walk(FunctionWalk):
 
     def loaded_bits(self, operands: str, following: int) -> None:
         """``movzx eax, byte ptr [rdi + 0xb]`` (``mov eax, dword ptr …``), in a walk a
-        caller passed bits to: the register holds the bits known of those bytes, the
-        rest zero.  (What the walk's own stores left known is not loaded back: a
-        constructor seldom reads what it just wrote, and every load would pay.)"""
+        caller passed bits to, or one knowing the globals quiet at load: the register
+        holds the bits known of those bytes, the rest zero.  (Only there: what a walk's
+        own stores left known is not loaded back, as a constructor seldom reads what
+        it just wrote, and every load would pay.)"""
         destination, _, source = operands.partition(", ")
         width = _store_width(source)
         if destination not in _X86_WIDE or width not in (1, 2, 4, 8):
