@@ -22,6 +22,7 @@ from support.inits import (
     printed,
     risks,
     scenario,
+    strip_unneeded,
     toolchain,
 )
 from support.readelf import readelf_symbol_sections, readelf_symbols, symtab_address
@@ -167,3 +168,29 @@ def test_a_build_for_size_knows_no_unlikely_code(machine: str) -> None:
         "_GLOBAL__sub_I_user_value", "_GLOBAL__sub_I__ZN7JournalC2Ev")]
     above = [start for start in _function_starts(path) if start >= min(initializers)]
     assert any(address % 16 in (8, 12) for address in [*initializers, *above]), initializers
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_a_slow_path_named_as_abseil_names_it_is_not_followed(machine: str,
+                                                               tmp_path: Path) -> None:
+    """Built for size, the layout says nothing, and the slow path is followed: an error.
+    Under abseil's name (``absl::Mutex::LockSlow``), it is known for a lock's slow
+    path and not followed, in a program and in a library; stripped, the library
+    keeps the name in .dynsym, the program loses it and the error comes back."""
+    built = scenario("slow_path", machine)
+    error = [("error", "init-order", "journal")]
+    found = risks(inits_of(built.path("user_first_small")), *ORDER_KINDS)
+    assert [(r["severity"], r["kind"], r["object"]) for r in found] == error
+    program = built.path("user_first_small_named")
+    assert printed(built, "user_first_small_named") == QUIET
+    assert "_ZN4absl12lts_202605265Mutex8LockSlowEP4Lock" in {
+        s.name for s in readelf_symbols(program) if s.type == "FUNC"}
+    with ElfFile.open(str(program)) as elf:
+        assert not unlikely_code(elf, FunctionBounds(elf).starts)
+    assert risks(inits_of(program), *ORDER_KINDS) == []
+    library = built.path("libuser_first_small_named.so")
+    assert risks(inits_of(library), *ORDER_KINDS) == []
+    assert order_risks_when_stripped(machine, library, tmp_path) == []
+    stripped = inits_of(strip_unneeded(machine, program, tmp_path))
+    assert [(r["severity"], r["kind"]) for r in risks(stripped, *ORDER_KINDS)] == [
+        ("error", "init-order")]

@@ -61,6 +61,14 @@ _SANITIZER_STOP = re.compile(r"__asan_report_(load|store)(\d+|_n)$|__ubsan_handl
 _FATAL_MESSAGE = re.compile(r"(_ZN6google15LogMessageFatalD[12]Ev|_ZN6google10LogMessage4FailEv"
                             r"|_ZN4absl\w*12log_internal(15LogMessageFatal|22LogMessageQuietlyFatal)"
                             r"D[12]Ev)(@.*)?$")
+# Lock slow paths entered only when another thread holds the lock or waits for it
+# (or a debug mode is on for that lock): abseil's Mutex::LockSlow and UnlockSlow,
+# its SpinLock's SlowLock and SlowUnlock, each declared cold, under abseil's
+# versioned inline namespace or none.  A library's initializers run on the
+# thread that loads it, and no other thread has its objects yet: each lock they
+# take is free.
+_CONTENDED_ONLY = re.compile(r"_ZN4absl(?:\d+lts_\d+)?(?:5Mutex(?:8LockSlow|10UnlockSlow)"
+                             r"|13base_internal8SpinLock(?:8SlowLock|10SlowUnlock))E")
 # gcc's name for the body of std::thread's state object: the thread's function.
 _THREAD_BODY = re.compile(r"^_ZNSt6thread11_State_impl.*E6_M_runEv$")
 
@@ -206,6 +214,13 @@ def never_returns(name: str | None) -> bool:
     return name is not None and (name in NEVER_RETURN or bool(_THROW_HELPER.match(name))
                                  or bool(_SANITIZER_STOP.match(name))
                                  or bool(_FATAL_MESSAGE.match(name)))
+
+
+def runs_only_contended(name: str | None) -> bool:
+    """Whether the function ``name`` is a lock's slow path, run only under contention
+    (``_CONTENDED_ONLY``): code that never runs while a library loads."""
+    return name is not None and name.startswith("_ZN4absl") \
+        and bool(_CONTENDED_ONLY.match(name))
 
 
 def is_constructor(symbol: str) -> bool:

@@ -50,6 +50,7 @@ from elfpatch.analysis.effects.names import (
     format_arguments,
     is_constructor,
     never_returns,
+    runs_only_contended,
 )
 from elfpatch.analysis.effects.paths import Paths, condition_holds
 from elfpatch.analysis.effects.quiet import QuietBytes
@@ -1515,9 +1516,10 @@ class FunctionWalk:
         if passed and self.memory_bits and resolved is not None and resolved.follow is not None:
             constants += self.memory_constants(arguments)
         if resolved is not None and resolved.follow is not None:
-            if self.index.unlikely(resolved.follow):
-                # Code gcc laid out as never expected to run (``elf.layout``): a slow or
-                # error path, which, like a call that never returns, adds nothing.
+            if self.index.unlikely(resolved.follow) or runs_only_contended(resolved.name):
+                # Code gcc laid out as never expected to run (``elf.layout``), or a
+                # lock's slow path known by its name: a slow or error path, which,
+                # like a call that never returns, adds nothing.
                 self.record_call(resolved)
                 return
             self.result_of(resolved.follow, constants, following)
