@@ -8,9 +8,15 @@ are numbered as the sweep appends them: stretch ``n`` holds its own range.
 
 from __future__ import annotations
 
+import re
+import shutil
+import subprocess
 from collections.abc import Callable
 
+import pytest
+
 from elfpatch.analysis.effects.dying import DIES, LIVES, Stretches, StretchMap
+from elfpatch.analysis.effects.names import NEVER_RETURN
 from elfpatch.analysis.effects.summary import CALL, GUARD, READ
 
 INSIDE = range(0x1000, 0x2000)
@@ -225,3 +231,25 @@ def test_code_after_a_call_found_never_to_return_is_entered_by_nothing() -> None
     # Where a jump was not followed, what the throw's stretch runs on into stays.
     assert unfollowed.live(events, lambda callee: callee == 0x2000) == [*events[:2],
                                                                        *events[3:]]
+
+
+# glibc's entry points that are no public header's: the stack protector's and
+# _FORTIFY_SOURCE's failure reports, and longjmp's checked form.
+_GLIBC_INTERNAL = {"__stack_chk_fail", "__chk_fail", "__fortify_fail", "__longjmp_chk"}
+_C_HEADERS = ("stdlib.h", "setjmp.h", "pthread.h", "assert.h", "unistd.h")
+
+
+def test_the_c_functions_known_never_to_return_are_declared_so_by_glibc() -> None:
+    """Every C name ``NEVER_RETURN`` holds that glibc's headers declare is declared
+    ``__noreturn__`` there (the C runtime's own and the unwinder's aside)."""
+    if shutil.which("gcc") is None:
+        pytest.skip("gcc is not installed (apt-get install gcc)")
+    source = "#define _GNU_SOURCE\n" + "".join(f"#include <{h}>\n" for h in _C_HEADERS)
+    text = subprocess.run(["gcc", "-E", "-P", "-"], input=source, capture_output=True,
+                          text=True, check=True).stdout
+    declarations = " ".join(text.split()).split(";")
+    never = {m.group(1) for d in declarations if "__noreturn__" in d
+             for m in re.finditer(r"\b(\w+) *\(", d)}
+    c_names = {n for n in NEVER_RETURN if not n.startswith(("_Z", "_Unwind", "__cxa"))}
+    assert c_names - _GLIBC_INTERNAL <= never, c_names - _GLIBC_INTERNAL - never
+    assert {"_Exit", "quick_exit", "pthread_exit", "longjmp", "siglongjmp"} <= c_names

@@ -6,8 +6,9 @@ message and throws, on every way through it, without being declared
 ``[[noreturn]]``.  It calls ``validated(seed)`` too, whose failed branch
 reads ``config_name`` (itself, and through a call) and aborts, in place.
 ``never.cpp``'s initializer reads it only where ``getenv`` returned -1,
-which it never does; ``allocated.cpp``'s only where ``malloc`` returned NULL,
-which it does only when memory has run out; ``caught.cpp``'s in a catch block
+which it never does; ``allocated.cpp``'s only where ``malloc`` (or, in
+``config_last_aligned``, ``aligned_alloc``) returned NULL, which it does only
+when memory has run out; ``caught.cpp``'s in a catch block
 around a call that does not throw (a landing pad, entered only by unwinding);
 ``force.cpp``'s (LLVM's way of forcing passes to link)
 returns at once unless it did, before a block of calls with branches of its
@@ -47,7 +48,8 @@ from support.inits import (
 )
 from support.readelf import symtab_address, tu_initializer
 
-PROGRAMS = ["config_last", "config_first", "config_last_lto", "config_first_lto"]
+PROGRAMS = ["config_last", "config_first", "config_last_lto", "config_first_lto",
+            "config_last_aligned"]
 
 
 @pytest.mark.parametrize("machine", MACHINES)

@@ -10,6 +10,7 @@ Itanium-mangled names (demangled where the C++ runtime can).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from functools import lru_cache
 
 from elfpatch.analysis.effects.summary import USE_LOCK, USE_READ, USE_READ_FIRST, USE_WRITE
@@ -34,19 +35,22 @@ _MANGLED_CONSTRUCTOR = re.compile(r"C[123](?:B\d+\w+?)?E")
 _TEMPLATE_OR_TAG = re.compile(r"<.*>|\[abi:[^\]]*\]")
 # Functions that never return to their caller: they throw, unwind or end the process.
 NEVER_RETURN = frozenset({
-    "_Unwind_Resume", "abort", "exit", "_exit", "__assert_fail", "__stack_chk_fail",
-    "__cxa_pure_virtual", "__cxa_deleted_virtual", "_ZSt9terminatev",
-    "__cxa_call_unexpected"})
+    "_Unwind_Resume", "abort", "exit", "_exit", "_Exit", "quick_exit", "pthread_exit",
+    "longjmp", "siglongjmp", "_longjmp", "__longjmp_chk", "__chk_fail", "__fortify_fail",
+    "__assert_fail", "__stack_chk_fail", "__cxa_pure_virtual", "__cxa_deleted_virtual",
+    "_ZSt9terminatev", "__cxa_call_unexpected",
+    "_ZSt17rethrow_exceptionNSt15__exception_ptr13exception_ptrE"})
 # Imports that return a pointer or NULL, never (char *)-1 (mmap's MAP_FAILED): a
 # branch taken when one did is never taken (``dying``).
 NEVER_MINUS_ONE = frozenset({"getenv", "secure_getenv"})
 # What returns memory nothing else points to yet: operator new (plain, nothrow,
-# aligned; scalar and array), malloc and calloc.
+# aligned; scalar and array), malloc, calloc and the aligned ones (aligned_alloc,
+# which the C++ runtime's aligned operator new calls, memalign, valloc, pvalloc).
 ALLOCATORS = frozenset({
     "_Znwm", "_Znam", "_ZnwmRKSt9nothrow_t", "_ZnamRKSt9nothrow_t",
     "_ZnwmSt11align_val_t", "_ZnamSt11align_val_t",
     "_ZnwmSt11align_val_tRKSt9nothrow_t", "_ZnamSt11align_val_tRKSt9nothrow_t",
-    "malloc", "calloc"})
+    "malloc", "calloc", "aligned_alloc", "memalign", "valloc", "pvalloc"})
 # The C++ runtime's throwing helpers: __cxa_throw, __cxa_rethrow,
 # __cxa_throw_bad_array_new_length, __cxa_bad_cast, std::__throw_length_error ...
 _THROW_HELPER = re.compile(r"__cxa_(throw|rethrow|bad_)|_ZSt\d+__throw_")
@@ -61,6 +65,14 @@ _SANITIZER_STOP = re.compile(r"__asan_report_(load|store)(\d+|_n)$|__ubsan_handl
 _FATAL_MESSAGE = re.compile(r"(_ZN6google15LogMessageFatalD[12]Ev|_ZN6google10LogMessage4FailEv"
                             r"|_ZN4absl\w*12log_internal(15LogMessageFatal|22LogMessageQuietlyFatal)"
                             r"D[12]Ev)(@.*)?$")
+# Logging libraries' messages whose destructor ends the process when their severity
+# is fatal (glog's LogMessage, Arrow's ArrowLog, Ray's RayLog: the severity, third
+# after ``this``, file and line, is 3 for FATAL): a failed ``CHECK`` builds one
+# with that constant.  What the code does from there on is no finding.
+_FATAL_WHEN = re.compile(r"(_ZN6google10LogMessageC[12]EPKci(i|NS_11LogSeverityE)"
+                         r"|_ZN5arrow4util8ArrowLogC[12]EPKciNS0_13ArrowLogLevelE"
+                         r"|_ZN3ray6RayLogC[12]EPKciNS_11RayLogLevelE)(@.*)?$")
+_FATAL_SEVERITY = (3, 3)  # (argument position, value)
 # Lock slow paths entered only when another thread holds the lock or waits for it
 # (or a debug mode is on for that lock): abseil's Mutex::LockSlow and UnlockSlow,
 # its SpinLock's SlowLock and SlowUnlock, each declared cold, under abseil's
@@ -214,6 +226,13 @@ def never_returns(name: str | None) -> bool:
     return name is not None and (name in NEVER_RETURN or bool(_THROW_HELPER.match(name))
                                  or bool(_SANITIZER_STOP.match(name))
                                  or bool(_FATAL_MESSAGE.match(name)))
+
+
+def fatal_message(name: str | None, constants: Iterable[tuple[int, int]]) -> bool:
+    """Whether a call of ``name`` passed ``constants`` ((position, value) pairs) builds
+    a logging message of fatal severity, whose destructor ends the process."""
+    return name is not None and _FATAL_SEVERITY in constants \
+        and bool(_FATAL_WHEN.match(name))
 
 
 def runs_only_contended(name: str | None) -> bool:

@@ -47,6 +47,7 @@ from elfpatch.analysis.effects.names import (
     NEVER_MINUS_ONE,
     argument_registers,
     c_pointer_use,
+    fatal_message,
     format_arguments,
     is_constructor,
     never_returns,
@@ -1515,6 +1516,12 @@ class FunctionWalk:
             if passed else ()
         if passed and self.memory_bits and resolved is not None and resolved.follow is not None:
             constants += self.memory_constants(arguments)
+        if resolved is not None and fatal_message(resolved.name, constants):
+            # A failed check's message: the process ends once it is written, and
+            # what the code does on the way there is no finding (``dying``).
+            self.record_call(resolved)
+            self.stretches.ends(DIES)
+            return
         if resolved is not None and resolved.follow is not None:
             if self.index.unlikely(resolved.follow) or runs_only_contended(resolved.name):
                 # Code gcc laid out as never expected to run (``elf.layout``), or a
