@@ -92,17 +92,12 @@ def _functions(folder: Path, name: str, source: str, *flags: str) -> dict[str, s
         pytest.skip("g++ is not installed (apt-get install g++)")
     library = compile_linked(compiler, "c++", folder / name, source, soname=name,
                              flags=flags)
-    found: dict[str, str] = {}
-    for symbol in readelf_symbols(library):
-        if symbol.type == "FUNC" and symbol.name.startswith("_ZN"):
-            found[symbol.name] = _demangled_path(symbol.name)
-    return found
-
-
-def _demangled_path(mangled: str) -> str:
-    text = subprocess.run(["c++filt", mangled], capture_output=True, text=True,
-                          check=True).stdout.strip()
-    return text.partition("(")[0].replace("lts_20260526::", "")
+    mangled = sorted({symbol.name for symbol in readelf_symbols(library)
+                      if symbol.type == "FUNC" and symbol.name.startswith("_ZN")})
+    demangled = subprocess.run(["c++filt"], input="\n".join(mangled), capture_output=True,
+                               text=True, check=True).stdout.splitlines()
+    return {name: text.partition("(")[0].replace("lts_20260526::", "")
+            for name, text in zip(mangled, demangled, strict=True)}
 
 
 @pytest.mark.parametrize("namespace", ["inline", ""])

@@ -10,7 +10,7 @@ Itanium-mangled names (demangled where the C++ runtime can).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Collection
 from functools import lru_cache
 
 from elfpatch.analysis.effects.summary import USE_LOCK, USE_READ, USE_READ_FIRST, USE_WRITE
@@ -228,7 +228,7 @@ def never_returns(name: str | None) -> bool:
                                  or bool(_FATAL_MESSAGE.match(name)))
 
 
-def fatal_message(name: str | None, constants: Iterable[tuple[int, int]]) -> bool:
+def fatal_message(name: str | None, constants: Collection[tuple[int, int]]) -> bool:
     """Whether a call of ``name`` passed ``constants`` ((position, value) pairs) builds
     a logging message of fatal severity, whose destructor ends the process."""
     return name is not None and _FATAL_SEVERITY in constants \
