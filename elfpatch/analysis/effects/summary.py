@@ -140,8 +140,9 @@ def decisive(summary: FunctionSummary, constants: Constants) -> Constants:
     """Those of ``constants`` that may decide anything in the function: every number
     passed in a register (it may hand it on to a callee that tests it), and like them
     ``QUIET_AT_LOAD`` (no ``memory_fact``), and the bits passed of the words holding
-    bytes it tests through a pointer (those are never handed on).  Calls that differ only in the bits of bytes it never tests (each of
-    LLVM's options stores its own value before naming itself) share one walk."""
+    bytes it tests through a pointer (those are never handed on).  Calls that differ
+    only in the bits of bytes it never tests (each of LLVM's options stores its own
+    value before naming itself) share one walk."""
     return tuple(entry for entry in constants
                  if (fact := memory_fact(entry)) is None
                  or any(tested == fact[0] and at < fact[1] + 8 and fact[1] < at + width
