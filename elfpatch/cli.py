@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import click
 
 from elfpatch import __version__
+from elfpatch.console import caused_by_interrupt
 from elfpatch.errors import EXIT_CODES_HELP, ElfpatchError, ExitCode, InternalError, exit_code_for
 
 if TYPE_CHECKING:  # for the signatures only: the commands import what they run
@@ -73,7 +74,7 @@ class ElfpatchGroup(click.Group):
         except (click.ClickException, click.exceptions.Exit, click.Abort, SystemExit):
             raise
         except Exception as error:  # a bug: one line, and the traceback on request
-            if _caused_by_interrupt(error):
+            if caused_by_interrupt(error):
                 _exit_interrupted(ctx)
             if ctx.obj and ctx.obj.get("traceback"):
                 raise
@@ -85,20 +86,6 @@ class ElfpatchGroup(click.Group):
 def _exit_interrupted(ctx: click.Context) -> NoReturn:
     _echo("elfpatch: interrupted", err=True)
     ctx.exit(ExitCode.INTERRUPTED)
-
-
-def _caused_by_interrupt(error: BaseException) -> bool:
-    """Whether Ctrl-C is what ``error`` wraps: Python 3.11 turns an interrupt that
-    comes while a module being imported defines a class into ``RuntimeError: Error
-    calling __set_name__``, the KeyboardInterrupt its cause."""
-    seen: set[int] = set()
-    current: BaseException | None = error
-    while current is not None and id(current) not in seen:
-        if isinstance(current, KeyboardInterrupt):
-            return True
-        seen.add(id(current))
-        current = current.__cause__ or current.__context__
-    return False
 
 
 @click.group(cls=ElfpatchGroup, epilog=EXIT_CODES_HELP)

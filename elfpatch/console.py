@@ -8,29 +8,72 @@ writes reports for itself what an interrupt left behind.
 
 from __future__ import annotations
 
+import _thread
 import sys
 
 _INTERRUPTED = 130
 
 
 def main() -> None:
+    _interrupts_never_swallowed()
     try:
         from elfpatch.cli import main as command_line
 
         command_line()
     except KeyboardInterrupt:
-        _ignore_interrupts()
-        sys.stderr.write("elfpatch: interrupted\n")
-        _exit_interrupted()
+        _report_interrupted()
     except SystemExit as done:
         _ignore_interrupts()
         if done.code == _INTERRUPTED:
             _exit_interrupted()
         raise
+    except Exception as error:  # the command line's own handler is not in place yet
+        if not caused_by_interrupt(error):
+            raise
+        _report_interrupted()
     finally:
         # The report is out and the exit status chosen: an interrupt now would only
         # kill the process on its way out, the report's last lines unflushed.
         _ignore_interrupts()
+
+
+def caused_by_interrupt(error: BaseException) -> bool:
+    """Whether Ctrl-C is what ``error`` wraps: Python 3.11 turns an interrupt that
+    comes while a module being imported defines a class into ``RuntimeError: Error
+    calling __set_name__``, the KeyboardInterrupt its cause."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        if isinstance(current, KeyboardInterrupt):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def _report_interrupted() -> None:
+    _ignore_interrupts()
+    sys.stderr.write("elfpatch: interrupted\n")
+    _exit_interrupted()
+
+
+def _interrupts_never_swallowed() -> None:
+    """Python cannot raise an exception out of a weakref callback or a finaliser: it
+    prints "Exception ignored" and goes on.  The import system runs such a callback for
+    every module lock, so a Ctrl-C landing there was lost, with a traceback, and the
+    command ran to its end.  The interrupt is sent again, from another thread: one
+    sent from the hook itself would land in the hook, and be swallowed again.  That
+    thread runs only once this one lets go of the interpreter (after the switch
+    interval, or at a blocking call), long after the hook has returned."""
+    report_unraisable = sys.unraisablehook
+
+    def hook(unraisable: sys.UnraisableHookArgs) -> None:
+        if isinstance(unraisable.exc_value, KeyboardInterrupt):
+            _thread.start_new_thread(_thread.interrupt_main, ())
+        else:
+            report_unraisable(unraisable)
+
+    sys.unraisablehook = hook
 
 
 def _ignore_interrupts() -> None:

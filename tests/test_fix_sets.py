@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -305,6 +306,19 @@ def _interrupted_interpreter_start(err: str) -> bool:
     return err.startswith("Traceback") and all('File "<frozen ' in f for f in frames)
 
 
+# Python's report of an interrupt it raised in one of the import system's module-lock
+# callbacks, where nothing can catch it: printed, then dropped, and the run goes on.
+# From the console script's first statement on, elfpatch sends such an interrupt
+# again (test_cli_interrupt); before it, while ``-m`` imports the package, it is lost.
+_SWALLOWED_AT_START = re.compile(r'Exception ignored in: [^\n]*\n'
+                                 r'Traceback \(most recent call last\):\n'
+                                 r'(?:  File "<frozen [^\n]*\n)+KeyboardInterrupt: ?\n')
+
+
+def _without_interrupt_swallowed_at_start(err: str) -> str:
+    return _SWALLOWED_AT_START.sub("", err, count=1)
+
+
 DELAYS = [0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.7, 1.0]
 
 
@@ -332,6 +346,7 @@ def test_a_killed_fix_leaves_each_file_original_or_fixed(how: signal.Signals, bi
         process.send_signal(how)
         _out, err = process.communicate(timeout=120)
         assert wait_until_gone(marker) == [], "a forked child outlived its parent"
+        err = _without_interrupt_swallowed_at_start(err)
         if _interrupted_interpreter_start(err):
             # The signal came while Python was still starting (importing site),
             # before any elfpatch code ran: Python's own report, nothing written.
