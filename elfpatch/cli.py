@@ -15,8 +15,14 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import click
 
 from elfpatch import __version__
-from elfpatch.console import caused_by_interrupt
-from elfpatch.errors import EXIT_CODES_HELP, ElfpatchError, ExitCode, InternalError, exit_code_for
+from elfpatch.errors import (
+    EXIT_CODES_HELP,
+    ElfpatchError,
+    ExitCode,
+    InternalError,
+    caused_by_interrupt,
+    exit_code_for,
+)
 
 if TYPE_CHECKING:  # for the signatures only: the commands import what they run
     from pathlib import Path

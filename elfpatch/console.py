@@ -28,6 +28,8 @@ def main() -> None:
             _exit_interrupted()
         raise
     except Exception as error:  # the command line's own handler is not in place yet
+        from elfpatch.errors import caused_by_interrupt
+
         if not caused_by_interrupt(error):
             raise
         _report_interrupted()
@@ -35,20 +37,6 @@ def main() -> None:
         # The report is out and the exit status chosen: an interrupt now would only
         # kill the process on its way out, the report's last lines unflushed.
         _ignore_interrupts()
-
-
-def caused_by_interrupt(error: BaseException) -> bool:
-    """Whether Ctrl-C is what ``error`` wraps: Python 3.11 turns an interrupt that
-    comes while a module being imported defines a class into ``RuntimeError: Error
-    calling __set_name__``, the KeyboardInterrupt its cause."""
-    seen: set[int] = set()
-    current: BaseException | None = error
-    while current is not None and id(current) not in seen:
-        if isinstance(current, KeyboardInterrupt):
-            return True
-        seen.add(id(current))
-        current = current.__cause__ or current.__context__
-    return False
 
 
 def _report_interrupted() -> None:

@@ -141,3 +141,17 @@ def malformed(label: str, error: BaseException) -> CorruptElfError:
 
     return CorruptElfError(label, f"malformed ELF data ({type(error).__name__}: {error})",
                            detail="".join(traceback.format_exception(error)))
+
+
+def caused_by_interrupt(error: BaseException) -> bool:
+    """Whether Ctrl-C is what ``error`` wraps: Python 3.11 turns an interrupt that
+    comes while a module being imported defines a class into ``RuntimeError: Error
+    calling __set_name__``, the KeyboardInterrupt its cause."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        if isinstance(current, KeyboardInterrupt):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
