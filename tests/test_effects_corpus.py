@@ -130,6 +130,7 @@ class ReplayIndex:
     """``AddressIndex`` answering from a row: every question must have been recorded."""
 
     has_local_symbols = knows_functions = True
+    keys_by_address = False
 
     def __init__(self, row: Row) -> None:
         self.row = row

@@ -33,6 +33,7 @@ from elfpatch.analysis.initializers import (
     run_priority,
 )
 from elfpatch.analysis.linkage import has_internal_linkage
+from elfpatch.analysis.members import UnwrittenBytes
 from elfpatch.analysis.registries import early_lookups, inlined_early_lookups, registry_members
 from elfpatch.analysis.risks import (
     AnalysedInitializer,
@@ -187,7 +188,8 @@ def analyse_object_fully(elf: ElfFile, path: str, member: str | None = None,
     read = read_at_exit(analysed, exit_code, hooks)
     initializers = tuple(named.get(e, e) for e in listing.initializers)
     calls = _Calls(analyzer, keys)
-    risks = order_risks(analysed, objects, calls) \
+    unwritten = UnwrittenBytes(elf, analyzer.index, analyzer.index.entries)
+    risks = order_risks(analysed, objects, calls, unwritten) \
         + destruction_order_risks(analysed, exit_code, objects, calls,
                                   lambda code: not analyzer.parameter_use(code, 0)) \
         + destructor_risks(analysed, read, objects) + early_lookups(analysed, objects, calls) \

@@ -207,6 +207,16 @@ class AnalysedInitializer:
         return self.entry.address
 
 
+# Whether what a reader reads of a global are bytes the initializer constructing it
+# never writes (``members.UnwrittenBytes``).
+Unwritten = Callable[[AnalysedInitializer, AnalysedInitializer, str], bool]
+
+
+def never_unwritten(_reader: AnalysedInitializer, _builder: AnalysedInitializer,
+                    _symbol: str) -> bool:
+    return False
+
+
 def held_by_priority(first: AnalysedInitializer, then: AnalysedInitializer) -> bool:
     """Whether init_priority, not the link order, runs ``first`` before ``then``: their
     names give both priorities, and ``first``'s is lower; or ``first`` runs at some
@@ -352,9 +362,11 @@ def guard_bytes(effects: Iterable[Effects]) -> frozenset[str]:
 
 
 def order_risks(initializers: Sequence[AnalysedInitializer],
-                objects: Objects = NAMES, via: Via = no_via) -> list[Risk]:
+                objects: Objects = NAMES, via: Via = no_via,
+                unwritten: Unwritten = never_unwritten) -> list[Risk]:
     """Reads of globals another TU's initializer of the same object constructs
-    (``via``: how the reader's code reaches each)."""
+    (``via``: how the reader's code reaches each; ``unwritten``: whether what a
+    reader reads of one are bytes its constructor never writes)."""
     claims = [_claims_of(item) for item in initializers]
     built, surely = constructors_of(claims)
     risks = []
@@ -387,6 +399,8 @@ def order_risks(initializers: Sequence[AnalysedInitializer],
                 continue  # built with zeros into .bss: a read before it reads the same
             if builder < position and held_by_priority(constructor, item):
                 continue  # no link order can reverse them
+            if symbol not in updated and unwritten(item, constructor, symbol):
+                continue  # what it reads is in the file, as the constructor leaves it
             risks.append(_order_risk(item, constructor, symbol, builder > position, objects,
                                      registers=symbol in updated,
                                      assumed=symbol in item.effects.assumed,

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from itertools import compress, repeat
 from operator import add
+from typing import ClassVar
 
 from elfpatch.analysis.effects.plt import STUB_BYTES, stub_slot
 from elfpatch.analysis.effects.summary import ANCHOR, BARE
@@ -124,6 +125,13 @@ class _DataSymbols:
             return None
         return self._name(self.indices[k])
 
+    def extent_named(self, name: str) -> tuple[int, int] | None:
+        """(start, end) of the symbol called ``name`` (a scan: asked for a few findings)."""
+        for k, index in enumerate(self.indices):
+            if self._name(index) == name:
+                return self.starts[k], self.ends[k]
+        return None
+
     def below(self, address: int) -> tuple[str, int] | None:
         """(name, start) of the nearest symbol starting at or below ``address``."""
         k = bisect_right(self.starts, address) - 1
@@ -178,6 +186,10 @@ def printable_text(raw: bytes) -> str | None:
 class AddressIndex:
     """Names for the addresses one object's code uses; built once per file."""
 
+    # Every global's key is the address accessed, whatever the symbols say
+    # (``ByteAddresses``).
+    keys_by_address: ClassVar[bool] = False
+
     def __init__(self, elf: ElfFile) -> None:
         self.elf = elf
         self.machine = elf.header.machine
@@ -225,6 +237,14 @@ class AddressIndex:
         with .symtab, else one .dynsym exports (None outside every data symbol)."""
         table = self._data if self.has_local_symbols else self._exported_data
         return table.extent_containing(address) if table is not None else None
+
+    def extent_of(self, key: str) -> tuple[int, int] | None:
+        """(start, end) of the object ``key`` names (``data_key``'s: its start, ``0x…``,
+        or the name .dynsym exports it by), where a symbol says."""
+        if key.startswith("0x"):
+            return self.object_extent(int(key, 16))
+        exported = self._exported_data
+        return exported.extent_named(key) if exported is not None else None
 
     def data_key(self, address: int, anchor: bool = False) -> str | None:
         """What identifies the object ``address`` lies in: its address, never a name
@@ -449,6 +469,11 @@ class AddressIndex:
         no symbol or unwind entry says so: a sweep of unknown length ends there."""
         self._entries = sorted({*self._entries, *addresses})
 
+    @property
+    def entries(self) -> tuple[int, ...]:
+        """The starts ``note_entries`` was told of."""
+        return tuple(self._entries)
+
     def next_function_start(self, address: int) -> int | None:
         """The nearest place above ``address`` where a function is known to start: a
         function symbol's, an unwind entry's, a noted entry's; None where none is."""
@@ -605,3 +630,16 @@ class AddressIndex:
         except ElfpatchError:
             return None
         return stub_slot(self.machine, self.elf.header.little_endian, code, stub)
+
+
+class ByteAddresses(AddressIndex):
+    """An index whose keys are the addresses the code accesses, never an object's start
+    or name: what one function reads of an object told apart from what another writes
+    of it, member by member (``init_order.UnwrittenBytes``)."""
+
+    keys_by_address = True
+
+    def data_key(self, address: int, anchor: bool = False) -> str | None:
+        if not self._writable(address):
+            return None
+        return f"{ANCHOR if anchor else BARE}{address:#x}"

@@ -1366,12 +1366,19 @@ class FunctionWalk:
         (``AddressIndex.data_key``; ``anchor``: the code takes it as a pointer)."""
         entry = value.got
         if entry is not None:
-            return None if entry.is_function or entry.symbol is None \
-                else (entry.symbol, entry.defined)
-        if value.address is None:
+            if entry.is_function or entry.symbol is None:
+                return None
+            if entry.definition is None or not self.index.keys_by_address:
+                return entry.symbol, entry.defined
+            # This object's own, reached through the GOT.
+            at = entry.definition + offset if value.exact else entry.definition
+            anchor = anchor and at == entry.definition
+        elif value.address is None:
             return None
-        at = value.address + offset if value.exact else value.address
-        key = self.index.data_key(at, anchor and at == value.address)
+        else:
+            at = value.address + offset if value.exact else value.address
+            anchor = anchor and at == value.address
+        key = self.index.data_key(at, anchor)
         return (key, True) if key is not None else None
 
     def stamp(self, value: Value, offset: int, stored: Value | None) -> None:
