@@ -588,7 +588,7 @@ class Arm64Walk(FunctionWalk):
         value = None
         if base is not None and base.address is not None and base.exact and amount is not None:
             value = Value(address=base.address + amount)
-        elif base is not None and base.got is not None and amount is not None \
+        elif base is not None and base.got is not None and base.exact and amount is not None \
                 and self.index.keys_by_address and (own := named_address(base)) is not None:
             value = Value(address=own + amount)  # keyed by address: moved a known amount
         elif base is not None and (amount is not None or parts[2][:1] in "xw"):

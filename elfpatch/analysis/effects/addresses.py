@@ -635,7 +635,7 @@ class AddressIndex:
 class ByteAddresses(AddressIndex):
     """An index whose keys are the addresses the code accesses, never an object's start
     or name: what one function reads of an object told apart from what another writes
-    of it, member by member (``init_order.UnwrittenBytes``)."""
+    of it, member by member (``members.UnwrittenBytes``)."""
 
     keys_by_address = True
 

@@ -768,7 +768,7 @@ class X86Walk(FunctionWalk):
         base, offset = located
         if base.parameter is not None or base.pointee is not None:
             return base
-        if base.got is not None and offset and self.index.keys_by_address \
+        if base.got is not None and base.exact and offset and self.index.keys_by_address \
                 and (own := named_address(base)) is not None:
             return address_value(own + offset)  # keyed by address: moved a known amount
         if base.got is not None or not base.exact:
