@@ -40,11 +40,17 @@ class UnwrittenBytes:
     def __call__(self, reader: AnalysedInitializer, builder: AnalysedInitializer,
                  key: str) -> bool:
         extent = self.index.extent_of(key)
-        if extent is None or reader.address is None or builder.address is None:
+        if extent is None:
             return False
-        analyzer = self._by_address()
-        return reads_past_writes(analyzer.effects(reader.address),
-                                 analyzer.effects(builder.address), *extent)
+        read, built = self._effects(reader), self._effects(builder)
+        return read is not None and built is not None and reads_past_writes(read, built, *extent)
+
+    def _effects(self, item: AnalysedInitializer) -> Effects | None:
+        """What ``item``'s function does, keyed by address; None for a part of a merged
+        initializer (gcc -flto), which is not told apart from the rest here."""
+        if item.part is not None or item.entry.address is None:
+            return None
+        return self._by_address().effects(item.entry.address)
 
     def _by_address(self) -> EffectsAnalyzer:
         if self._analyzer is None:
