@@ -1100,6 +1100,7 @@ def object_keys(groups: Iterable[Iterable[str]], written: Iterable[str] = (),
     near_starts = {start for _key, _address, start in near}
     reach = _builders_reach(near_starts, pieces, stored)
     built = _built_extents(near_starts, marked, addresses, stored)
+    builders_stores = _stores_of_builders(near_starts, pieces, stored)
     changed = {addresses[key] if key in addresses else int(key[1:], 16)
                for key in written if key[:1] in _MARKS}
     # Each address an object of its own (made in C), then those just past a start that
@@ -1107,7 +1108,8 @@ def object_keys(groups: Iterable[Iterable[str]], written: Iterable[str] = (),
     placed = dict(zip(addresses, map(_UNMARKED, addresses), strict=True))
     for key, address, start in near:
         together = any(start in piece for piece in by_address.get(address, ())) \
-            and all(start in piece for piece in stored_by.get(address, ())) \
+            and all(start in piece or _sets_members(piece, start, builders_stores)
+                    for piece in stored_by.get(address, ())) \
             and reach.get(start, address) >= address
         if together or not (address in changed or address - start >= READ_MEMBER_REACH
                             or built.get(start, address) < address):
@@ -1194,6 +1196,28 @@ def _groups_storing(wanted: set[int], marked: list[list[str]], addresses: dict[s
         for address in hit:
             by_address.setdefault(address, []).append(built)
     return by_address
+
+
+def _stores_of_builders(starts: set[int], pieces: list[frozenset[int]],
+                        stored: list[frozenset[int]]) -> dict[int, set[int]]:
+    """Each of ``starts`` -> the addresses the groups that touch it store to."""
+    found: dict[int, set[int]] = {}
+    for piece, stores in zip(pieces, stored, strict=True):
+        for start in piece & starts:
+            found.setdefault(start, set()).update(stores)
+    return found
+
+
+def _sets_members(piece: frozenset[int], start: int, builders_stores: dict[int, set[int]],
+                  ) -> bool:
+    """Whether a group that stores past ``start`` without touching it sets members of the
+    object there: it stores to two or more addresses within ``MEMBER_REACH`` past it, and
+    the code that touches the start stores to each of them too (a std::map's ``clear``
+    resets its header, never the empty comparator the map starts with).  A counter
+    bumped just past a string, or a global next to a registry set by the code that
+    registers, is one address, or one that the object's own code never stores to."""
+    near = {address for address in piece if start < address < start + MEMBER_REACH}
+    return len(near) >= 2 and near <= builders_stores.get(start, set())
 
 
 def _builders_reach(wanted: set[int], pieces: list[frozenset[int]],
