@@ -188,7 +188,7 @@ def analyse_object_fully(elf: ElfFile, path: str, member: str | None = None,
     read = read_at_exit(analysed, exit_code, hooks)
     initializers = tuple(named.get(e, e) for e in listing.initializers)
     calls = _Calls(analyzer, keys)
-    unwritten = UnwrittenBytes(elf, analyzer.index, analyzer.index.entries)
+    unwritten = UnwrittenBytes(elf, analyzer.index)
     risks = order_risks(analysed, objects, calls, unwritten) \
         + destruction_order_risks(analysed, exit_code, objects, calls,
                                   lambda code: not analyzer.parameter_use(code, 0)) \

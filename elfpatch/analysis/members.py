@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator
 
 from elfpatch.analysis.effects import EffectsAnalyzer
 from elfpatch.analysis.effects.addresses import AddressIndex, ByteAddresses
-from elfpatch.analysis.effects.summary import ANCHOR, BARE, SPAN, Effects
+from elfpatch.analysis.effects.summary import ANCHOR, BARE, Effects, note_spans
 from elfpatch.analysis.risks import AnalysedInitializer
 from elfpatch.elf.file import ElfFile
 
@@ -33,8 +33,8 @@ class UnwrittenBytes:
     """Whether ``reader`` reads of the object ``key`` only bytes that ``builder``, the
     initializer constructing it, never writes (``order_risks``' ``unwritten``)."""
 
-    def __init__(self, elf: ElfFile, index: AddressIndex, entries: Iterable[int]) -> None:
-        self.elf, self.index, self.entries = elf, index, tuple(entries)
+    def __init__(self, elf: ElfFile, index: AddressIndex) -> None:
+        self.elf, self.index = elf, index
         self._analyzer: EffectsAnalyzer | None = None
 
     def __call__(self, reader: AnalysedInitializer, builder: AnalysedInitializer,
@@ -55,7 +55,7 @@ class UnwrittenBytes:
     def _by_address(self) -> EffectsAnalyzer:
         if self._analyzer is None:
             self._analyzer = EffectsAnalyzer(self.elf, ByteAddresses(self.elf))
-            self._analyzer.index.note_entries(self.entries)
+            self._analyzer.index.note_entries(self.index.entries)
         return self._analyzer
 
 
@@ -77,8 +77,8 @@ def reads_past_writes(read: Effects, built: Effects, start: int, end: int) -> bo
     if any(key[:1] == ANCHOR and int(key[1:], 16) in inside for key in handed):
         return False
     widths: dict[int, int] = {}
-    for at, width in _spans(built.groups):
-        widths[at] = max(width, widths.get(at, 0))
+    for keys in built.groups:
+        note_spans(keys, widths)
     written = [at + widths.get(at, _STORE_WIDTH) for at in _addresses(built.writes, BARE)
                if at in inside]
     return max(written, default=start) <= min(reads)
@@ -89,12 +89,3 @@ def _addresses(keys: Iterable[str], marks: str = BARE + ANCHOR) -> Iterator[int]
     for key in keys:
         if key[:1] and key[:1] in marks:
             yield int(key[1:], 16)
-
-
-def _spans(groups: Iterable[Iterable[str]]) -> Iterator[tuple[int, int]]:
-    """(address, bytes) of each store of a vector register (``%0x…+N``)."""
-    for keys in groups:
-        for key in keys:
-            if key[:1] == SPAN:
-                at, _, width = key[1:].partition("+")
-                yield int(at, 16), int(width)

@@ -1071,11 +1071,7 @@ def object_keys(groups: Iterable[Iterable[str]], written: Iterable[str] = (),
         pointers.update(_dereferenced(keys))
         stored.append(frozenset(int(key[1:], 16) for key in keys if key[:1] == STORED))
         singles.update(int(key[1:], 16) for key in keys if key[:1] == SINGLE)
-        for key in keys:
-            if key[:1] == SPAN:
-                at, _, width = key[1:].partition("+")
-                start = int(at, 16)
-                spans[start] = max(spans.get(start, 0), int(width))
+        note_spans(keys, spans)
     found = dict.fromkeys(key for keys in marked for key in keys)
     alone = list(alone)
     found.update(dict.fromkeys(key for key in alone if key[:1] in _MARKS))
@@ -1117,6 +1113,16 @@ def object_keys(groups: Iterable[Iterable[str]], written: Iterable[str] = (),
     if spans:
         _place_in_spans(placed, addresses, spans, singles)
     return placed
+
+
+def note_spans(keys: Iterable[str], spans: dict[int, int]) -> None:
+    """Each store of a vector register among ``keys`` (``%0x…+N``) into ``spans``: where
+    it was stored -> the most bytes one such store wrote there."""
+    for key in keys:
+        if key[:1] == SPAN:
+            at, _, width = key[1:].partition("+")
+            start = int(at, 16)
+            spans[start] = max(spans.get(start, 0), int(width))
 
 
 def _dereferenced(keys: Iterable[str]) -> Iterator[int]:
